@@ -1,0 +1,104 @@
+"""memory-router: persistent, searchable memory for AI agents.
+
+Plain Markdown files in a workspace are the memory; indexes are derived from them. One
+:class:`Router` sends search/get/store/forget/sync/status to a backend chosen by
+configuration, falling back through a chain when one fails.
+"""
+
+from __future__ import annotations
+
+from ._backend import Backend, BackendContext, BackendSpec
+from ._config import Config, load_config
+from ._embedding import Embedder, EmbeddingCache, EmbeddingProvider, normalize, provider_key, sha256_text
+from ._exceptions import (
+    BackendError,
+    BackendTimeout,
+    BackendUnavailable,
+    ConfigError,
+    EmbeddingError,
+    InvalidInput,
+    MemoryRouterError,
+    NotFound,
+    PluginError,
+    Unsupported,
+)
+from ._keywords import build_match_query, extract_keywords
+from ._plugins import get_plugin_manager
+from ._providers import ProviderContext, ProviderSpec
+from ._router import Router
+from ._settings import Secret, parse_settings
+from ._types import (
+    CATEGORIES,
+    BackendResult,
+    BackendStatus,
+    Category,
+    Chunk,
+    Document,
+    Entry,
+    Fallback,
+    FileText,
+    Hit,
+    Progress,
+    RouterStatus,
+    SearchRequest,
+    SearchResponse,
+    Source,
+    SyncReport,
+    no_progress,
+)
+from ._workspace import Snapshot
+from .hookspecs import hookimpl
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CATEGORIES",
+    "Backend",
+    "BackendContext",
+    "BackendError",
+    "BackendResult",
+    "BackendSpec",
+    "BackendStatus",
+    "BackendTimeout",
+    "BackendUnavailable",
+    "Category",
+    "Chunk",
+    "Config",
+    "ConfigError",
+    "Document",
+    "Embedder",
+    "EmbeddingCache",
+    "EmbeddingError",
+    "EmbeddingProvider",
+    "Entry",
+    "Fallback",
+    "FileText",
+    "Hit",
+    "InvalidInput",
+    "MemoryRouterError",
+    "NotFound",
+    "PluginError",
+    "Progress",
+    "ProviderContext",
+    "ProviderSpec",
+    "Router",
+    "RouterStatus",
+    "SearchRequest",
+    "SearchResponse",
+    "Secret",
+    "Snapshot",
+    "Source",
+    "SyncReport",
+    "Unsupported",
+    "__version__",
+    "build_match_query",
+    "extract_keywords",
+    "get_plugin_manager",
+    "hookimpl",
+    "load_config",
+    "no_progress",
+    "normalize",
+    "parse_settings",
+    "provider_key",
+    "sha256_text",
+]

@@ -1,0 +1,3 @@
+from memory_router._cli import main
+
+main()

@@ -1,0 +1,2 @@
+"""Placeholder: being implemented."""
+CHUNKER_VERSION = 1

@@ -1,0 +1,361 @@
+"""The configuration: one TOML file into typed, validated, frozen objects.
+
+Discovery: ``--config``, then ``$MEMORY_ROUTER_CONFIG``, then
+``$XDG_CONFIG_HOME/memory-router/config.toml`` (``~/.config/…``); none found means defaults.
+Environment variables ``MEMORY_ROUTER_<TABLE>__<KEY>=<TOML value>`` override single keys
+(``MEMORY_ROUTER_QUERY__MAX_RESULTS=10``). Defaults equal OpenClaw's documented defaults.
+Paths may hold ``{agentId}``, ``{stateDir}`` and ``~``; relative paths are relative to the
+config file's folder (or the working directory when there is no file).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ._exceptions import ConfigError
+from ._settings import Secret, parse_settings
+
+DEFAULT_LOCAL_MODEL = (
+    "hf:ggml-org/embeddinggemma-300m-qat-q8_0-GGUF/embeddinggemma-300m-qat-Q8_0.gguf"
+)
+ENV_PREFIX = "MEMORY_ROUTER_"
+# Environment variables with the prefix that are not key overrides.
+RESERVED_ENV = frozenset({"CONFIG", "PLUGINS", "PLUGIN_MODULES"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChunkingConfig:
+    """``[chunking]``: chunk size and overlap in estimated tokens (4 chars each)."""
+
+    tokens: int = 400
+    overlap: int = 80
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tokens", max(1, self.tokens))
+        object.__setattr__(self, "overlap", min(max(0, self.overlap), self.tokens - 1))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HybridConfig:
+    """``[query.hybrid]``: weighted merge of vector and keyword scores."""
+
+    enabled: bool = True
+    vector_weight: float = 0.7
+    text_weight: float = 0.3
+    candidate_multiplier: int = 4
+
+    def __post_init__(self) -> None:
+        vector = min(max(self.vector_weight, 0.0), 1.0)
+        text = min(max(self.text_weight, 0.0), 1.0)
+        total = vector + text
+        vector, text = (0.7, 0.3) if total <= 0 else (vector / total, text / total)
+        object.__setattr__(self, "vector_weight", vector)
+        object.__setattr__(self, "text_weight", text)
+        object.__setattr__(self, "candidate_multiplier", min(max(self.candidate_multiplier, 1), 20))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MmrConfig:
+    """``[query.mmr]``: maximal marginal relevance re-ordering (token Jaccard)."""
+
+    enabled: bool = False
+    lambda_: float = 0.7
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lambda_", min(max(self.lambda_, 0.0), 1.0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecayConfig:
+    """``[query.temporal_decay]``: exponential decay of dated memories."""
+
+    enabled: bool = False
+    half_life_days: float = 30.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "half_life_days", max(1.0, float(int(self.half_life_days))))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryConfig:
+    """``[query]``: result limits and ranking.
+
+    ``keyword_mode`` picks keyword-only ranking: ``"or"`` (one BM25 query over the OR of the
+    extracted keywords; the default because it measures better on LoCoMo) or
+    ``"reference"`` (OpenClaw's AND query, then one query per keyword, plus its boost).
+    """
+
+    max_results: int = 6
+    min_score: float = 0.35
+    max_snippet_chars: int = 700
+    max_injected_chars: int = 4000
+    keyword_mode: Literal["or", "reference"] = "or"
+    hybrid: HybridConfig = field(default_factory=HybridConfig)
+    mmr: MmrConfig = field(default_factory=MmrConfig)
+    temporal_decay: DecayConfig = field(default_factory=DecayConfig)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "max_results", max(1, self.max_results))
+        object.__setattr__(self, "min_score", min(max(self.min_score, 0.0), 1.0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSyncConfig:
+    """``[sync.sessions]``: how much a transcript must grow before it is re-indexed."""
+
+    delta_bytes: int = 100_000
+    delta_messages: int = 50
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncConfig:
+    """``[sync]``: when the index is brought up to date with the workspace."""
+
+    on_search: bool = True
+    on_session_start: bool = True
+    watch: bool = True
+    watch_debounce_ms: int = 1500
+    interval_minutes: float = 0
+    sessions: SessionSyncConfig = field(default_factory=SessionSyncConfig)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheConfig:
+    """``[cache]``: the shared embedding cache. ``max_entries = 0`` means unbounded."""
+
+    enabled: bool = True
+    max_entries: int = 0
+    path: str = "{stateDir}/agents/{agentId}/embedding-cache.sqlite"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteEmbeddingConfig:
+    """``[embedding.remote]``: settings shared by the HTTP providers."""
+
+    base_url: str = ""
+    api_key: Secret | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    concurrency: int = 2
+    max_batch_tokens: int = 8000
+    query_timeout_s: float = 60.0
+    batch_timeout_s: float = 120.0
+    max_retries: int = 3
+    output_dimensionality: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocalEmbeddingConfig:
+    """``[embedding.local]``: the local models (GGUF through llama.cpp, and MiniLM)."""
+
+    model_path: str = DEFAULT_LOCAL_MODEL
+    model_cache_dir: str = "{stateDir}/models"
+    threads: int = 0
+    context_size: int = 0
+    download_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EmbeddingConfig:
+    """``[embedding]``: which provider embeds, and which takes over when it fails."""
+
+    provider: str = "auto"
+    model: str = ""
+    fallback: str = "none"
+    remote: RemoteEmbeddingConfig = field(default_factory=RemoteEmbeddingConfig)
+    local: LocalEmbeddingConfig = field(default_factory=LocalEmbeddingConfig)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BreakerConfig:
+    """``[router.breaker]``: a backend's circuit opens after ``failure_threshold`` failures."""
+
+    failure_threshold: int = 3
+    cooldown_s: float = 30.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RouterConfig:
+    """``[router]``: the backend chain and what happens when one fails."""
+
+    chain: tuple[str, ...] = ("sqlite",)
+    fallback: Literal["next", "none"] = "next"
+    timeout_s: float = 30.0
+    standby: Literal["hot", "cold"] = "cold"
+    breaker: BreakerConfig = field(default_factory=BreakerConfig)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntriesConfig:
+    """``[entries]``: where stored entries are journaled (relative to the workspace)."""
+
+    path: str = "memory/entries.md"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    """The whole configuration of one agent's memory.
+
+    ``backends`` holds the raw ``[backends.<name>]`` tables; each backend plugin validates
+    its own with :func:`parse_settings`. ``file`` is where it was loaded from.
+    """
+
+    agent_id: str = "main"
+    workspace: str = "."
+    state_dir: str = "~/.local/state/memory-router"
+    sources: tuple[Literal["memory", "sessions"], ...] = ("memory",)
+    extra_paths: tuple[str, ...] = ()
+    sessions_dir: str = "{stateDir}/agents/{agentId}/sessions"
+    citations: Literal["auto", "on", "off"] = "auto"
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    query: QueryConfig = field(default_factory=QueryConfig)
+    sync: SyncConfig = field(default_factory=SyncConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    router: RouterConfig = field(default_factory=RouterConfig)
+    entries: EntriesConfig = field(default_factory=EntriesConfig)
+    backends: dict[str, dict[str, Any]] = field(default_factory=dict)
+    file: str | None = field(default=None, metadata={"toml": "__file__"})
+
+    def expand(self, value: str) -> Path:
+        """Resolve a configured path: tokens, ``~``, and relative to the config's folder."""
+        state = _expand_tokens(self.state_dir, self, state=None)
+        path = Path(_expand_tokens(value, self, state=state)).expanduser()
+        if not path.is_absolute():
+            base = Path(self.file).parent if self.file else Path.cwd()
+            path = base / path
+        return Path(os.path.normpath(path))
+
+    @property
+    def workspace_path(self) -> Path:
+        return self.expand(self.workspace)
+
+    @property
+    def state_path(self) -> Path:
+        return self.expand(self.state_dir)
+
+    @property
+    def agent_state_path(self) -> Path:
+        """``<state_dir>/agents/<agent_id>``: where this agent's indexes live."""
+        return self.state_path / "agents" / self.agent_id
+
+    @property
+    def sessions_enabled(self) -> bool:
+        return "sessions" in self.sources
+
+    def replace(self, **changes: Any) -> Config:
+        return dataclasses.replace(self, **changes)
+
+
+def _expand_tokens(value: str, config: Config, *, state: str | None) -> str:
+    value = value.replace("{agentId}", config.agent_id)
+    if state is not None:
+        value = value.replace("{stateDir}", state)
+    return value
+
+
+def default_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "memory-router" / "config.toml"
+
+
+def find_config_file(
+    explicit: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Path | None:
+    """The config file to use: ``explicit``, ``$MEMORY_ROUTER_CONFIG``, or the user's, if any."""
+    environ = os.environ if environ is None else environ
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError("config file not found", path=str(path))
+        return path
+    env = environ.get(ENV_PREFIX + "CONFIG")
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"config file named by ${ENV_PREFIX}CONFIG not found", path=str(path))
+        return path
+    path = default_config_path()
+    return path if path.is_file() else None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"not valid TOML: {error}", path=str(path)) from None
+    except OSError as error:
+        raise ConfigError(f"cannot read: {error.strerror}", path=str(path)) from None
+
+
+def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, list[str], Any]]:
+    """``(variable, key path, value)`` for every ``MEMORY_ROUTER_A__B=value`` override."""
+    found = []
+    for name, raw in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX) or name[len(ENV_PREFIX) :] in RESERVED_ENV:
+            continue
+        keys = [k.lower() for k in name[len(ENV_PREFIX) :].split("__")]
+        if not all(keys):
+            continue
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        found.append((name, keys, value))
+    return found
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Load, merge and validate the configuration.
+
+    Precedence, lowest first: defaults, the file, environment overrides, ``overrides``
+    (a nested dict, as the CLI's ``--workspace`` and friends produce).
+    """
+    environ = os.environ if environ is None else environ
+    file = find_config_file(path, environ)
+    data: dict[str, Any] = read_toml(file) if file else {}
+    source = str(file) if file else "<defaults>"
+    config = parse_settings(Config, data, path=source, table="")
+    for name, keys, value in env_overrides(environ):
+        data = _set_in(data, keys, value)
+        config = parse_settings(Config, data, path=f"<env {name}>", table="")
+    for keys, value in _flatten(overrides or {}):
+        data = _set_in(data, keys, value)
+    config = parse_settings(Config, data, path=source, table="")
+    if not config.agent_id or not all(c.isalnum() or c in "-_" for c in config.agent_id):
+        raise ConfigError(
+            "agent ids are letters, digits, '-' and '_'", path=source, key="agent_id"
+        )
+    return dataclasses.replace(config, file=str(file.resolve()) if file else None)
+
+
+def _set_in(data: dict[str, Any], keys: list[str], value: Any) -> dict[str, Any]:
+    result = dict(data)
+    node = result
+    for key in keys[:-1]:
+        child = node.get(key)
+        node[key] = dict(child) if isinstance(child, Mapping) else {}
+        node = node[key]
+    node[keys[-1]] = value
+    return result
+
+
+def _flatten(tree: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[list[str], Any]]:
+    items: list[tuple[list[str], Any]] = []
+    for key, value in tree.items():
+        if isinstance(value, Mapping) and not (prefix == () and key == "backends" and not value):
+            items.extend(_flatten(value, (*prefix, key)))
+        else:
+            items.append(([*prefix, key], value))
+    return items

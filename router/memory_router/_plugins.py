@@ -1,0 +1,118 @@
+"""The plugin manager factory and typed wrappers: the only module that calls ``pm.hook``.
+
+Plugins come from the entry-point group ``memory_router``. ``MEMORY_ROUTER_PLUGINS``
+limits which entry points load (comma-separated names; empty = none), and
+``MEMORY_ROUTER_PLUGIN_MODULES`` loads extra plugin modules by import name (as pytest's
+``-p``), e.g. ``memory_router.testing`` for the test embedder.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from . import hookspecs
+from ._backend import BackendSpec
+from ._exceptions import PluginError
+from ._providers import ProviderSpec
+
+if TYPE_CHECKING:
+    import click
+
+GROUP = "memory_router"
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+def get_plugin_manager(
+    *,
+    load_entrypoints: bool = True,
+    plugins: Iterable[object] = (),
+    environ: Mapping[str, str] | None = None,
+) -> pluggy.PluginManager:
+    """A fresh plugin manager with the hookspecs, entry points and ``plugins`` registered."""
+    environ = os.environ if environ is None else environ
+    pm = pluggy.PluginManager(GROUP)
+    pm.add_hookspecs(hookspecs)
+    if load_entrypoints:
+        allowed = environ.get("MEMORY_ROUTER_PLUGINS")
+        names = None if allowed is None else {n.strip() for n in allowed.split(",") if n.strip()}
+        _load_entrypoints(pm, names)
+    for module_name in filter(None, (m.strip() for m in environ.get("MEMORY_ROUTER_PLUGIN_MODULES", "").split(","))):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            raise PluginError(f"cannot import plugin module {module_name!r}: {error}") from None
+        if not pm.is_registered(module):
+            pm.register(module, name=module_name)
+    for plugin in plugins:
+        if not pm.is_registered(plugin):
+            pm.register(plugin)
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as error:
+        raise PluginError(str(error)) from None
+    return pm
+
+
+def _load_entrypoints(pm: pluggy.PluginManager, names: set[str] | None) -> None:
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=GROUP):
+        if names is not None and ep.name not in names:
+            continue
+        if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
+            continue
+        try:
+            plugin = ep.load()
+        except ImportError as error:
+            raise PluginError(f"plugin {ep.name!r} failed to load: {error}") from None
+        pm.register(plugin, name=ep.name)
+
+
+def _collect(kind: str, calls: Any, name_of: Any) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+
+    def register(item: Any) -> None:
+        name = name_of(item)
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise PluginError(f"invalid {kind} name {name!r}: use lower-case letters, digits, '-' and '_'")
+        if name in found:
+            raise PluginError(f"two plugins register a {kind} named {name!r}")
+        found[name] = item
+
+    calls(register=register)
+    return found
+
+
+def backend_specs(pm: pluggy.PluginManager) -> dict[str, BackendSpec]:
+    """Every registered backend, by name."""
+    return _collect("backend", pm.hook.register_backends, lambda s: s.name)
+
+
+def provider_specs(pm: pluggy.PluginManager) -> dict[str, ProviderSpec]:
+    """Every registered embedding provider, by name."""
+    return _collect("embedding provider", pm.hook.register_embedding_providers, lambda s: s.name)
+
+
+def register_commands(pm: pluggy.PluginManager, cli: click.Group) -> None:
+    """Let plugins add CLI commands."""
+    pm.hook.register_commands(cli=cli)
+
+
+def plugin_list(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
+    """Loaded plugins with their hooks, for ``memory-router plugins``."""
+    rows = []
+    for name, plugin in sorted(pm.list_name_plugin(), key=lambda item: str(item[0])):
+        hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
+        dist = next((d for p, d in pm.list_plugin_distinfo() if p is plugin), None)
+        rows.append({
+            "name": name,
+            "hooks": hooks,
+            "version": getattr(dist, "version", None) if dist else None,
+        })
+    return rows

@@ -1,0 +1,423 @@
+"""The :class:`Router`: one search/get interface over a chain of backends."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pluggy
+
+from . import _files, _journal, _plugins, _ranking
+from ._backend import Backend, BackendContext, BackendSpec
+from ._breaker import CircuitBreaker
+from ._config import Config, load_config
+from ._embedding import Embedder, EmbeddingCache, provider_key
+from ._exceptions import (
+    BackendError,
+    BackendTimeout,
+    BackendUnavailable,
+    ConfigError,
+    EmbeddingError,
+    InvalidInput,
+    MemoryRouterError,
+    NotFound,
+)
+from ._providers import ProviderChoice, ProviderContext, choose_provider, fallback_factory
+from ._settings import parse_settings
+from ._types import (
+    BackendStatus,
+    Category,
+    Entry,
+    Fallback,
+    FileText,
+    Progress,
+    RouterStatus,
+    SearchRequest,
+    SearchResponse,
+    SyncReport,
+    no_progress,
+)
+from ._workspace import Snapshot, fingerprint_for, take_snapshot
+
+FTS_ONLY = "fts-only"
+
+
+class Router:
+    """Memory for one agent: search, get, store, forget, sync and status over a backend chain.
+
+    Build it with :meth:`from_config`. Backends and the embedding provider are created
+    on first use. Thread-safe for concurrent searches; syncs are serialised.
+    """
+
+    def __init__(self, config: Config, *, plugin_manager: pluggy.PluginManager | None = None) -> None:
+        self.config = config
+        self.pm = plugin_manager or _plugins.get_plugin_manager()
+        self.backend_specs: dict[str, BackendSpec] = _plugins.backend_specs(self.pm)
+        self._settings = self._validate_backend_settings()
+        self._backends: dict[str, Backend] = {}
+        self._synced: set[str] = set()
+        self._breakers = {
+            name: CircuitBreaker(
+                failure_threshold=config.router.breaker.failure_threshold,
+                cooldown_s=config.router.breaker.cooldown_s,
+            )
+            for name in config.router.chain
+        }
+        self._lock = threading.RLock()
+        self._sync_lock = threading.Lock()
+        self._choice: ProviderChoice | None = None
+        self._embedder: Embedder | None = None
+        self._cache: EmbeddingCache | None = None
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memory-router")
+        self._dirty = True
+        self.last_fallback: Fallback | None = None
+        self._closed = False
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Config | str | os.PathLike[str] | None = None,
+        *,
+        plugins: Iterable[object] = (),
+        plugin_manager: pluggy.PluginManager | None = None,
+        **overrides: Any,
+    ) -> Router:
+        """Build a router from a :class:`Config`, a TOML path, or the discovered config.
+
+        ``overrides`` are nested config values (``workspace="~/notes"``,
+        ``query={"max_results": 10}``). ``plugins`` are extra plugin objects to register.
+        """
+        if not isinstance(config, Config):
+            config = load_config(config, overrides=overrides)
+        elif overrides:
+            config = load_config(config.file, overrides=overrides) if config.file else config
+        pm = plugin_manager or _plugins.get_plugin_manager(plugins=plugins)
+        return cls(config, plugin_manager=pm)
+
+    def __enter__(self) -> Router:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- construction -----------------------------------------------------------------
+
+    def _validate_backend_settings(self) -> dict[str, Any]:
+        source = self.config.file or "<defaults>"
+        unknown = [n for n in (*self.config.router.chain, *self.config.backends) if n not in self.backend_specs]
+        if unknown:
+            installed = ", ".join(sorted(self.backend_specs)) or "none"
+            raise ConfigError(
+                f"no backend named {unknown[0]!r} is installed (installed: {installed})",
+                path=source, table="router" if unknown[0] in self.config.router.chain else "backends",
+                key="chain" if unknown[0] in self.config.router.chain else unknown[0],
+            )
+        if not self.config.router.chain:
+            raise ConfigError("the chain needs at least one backend", path=source, table="router", key="chain")
+        settings = {}
+        for name, spec in self.backend_specs.items():
+            table = self.config.backends.get(name)
+            if spec.settings is not None:
+                settings[name] = parse_settings(spec.settings, table, path=source, table=f"backends.{name}")
+            elif table:
+                raise ConfigError(f"backend {name!r} takes no settings", path=source, table=f"backends.{name}")
+        return settings
+
+    def _provider_choice(self) -> ProviderChoice:
+        with self._lock:
+            if self._choice is None:
+                context = ProviderContext(config=self.config, state_dir=self.config.agent_state_path)
+                specs = _plugins.provider_specs(self.pm)
+                self._choice = choose_provider(specs, context)
+                if self._choice.provider is not None:
+                    cache = None
+                    if self.config.cache.enabled:
+                        path = self.config.expand(self.config.cache.path)
+                        cache = EmbeddingCache(path, max_entries=self.config.cache.max_entries or None)
+                    self._cache = cache
+                    self._embedder = Embedder(
+                        self._choice.provider,
+                        cache=cache,
+                        fallback=fallback_factory(specs, context, self._choice.provider.id),
+                    )
+            return self._choice
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The shared embedder, or ``None`` in keyword-only mode."""
+        self._provider_choice()
+        return self._embedder
+
+    def backend(self, name: str) -> Backend:
+        """The backend called ``name``, built on first use."""
+        with self._lock:
+            if name in self._backends:
+                return self._backends[name]
+            spec = self.backend_specs.get(name)
+            if spec is None:
+                raise NotFound(f"no backend named {name!r}", key=name)
+            state_dir = self.config.agent_state_path / name
+            state_dir.mkdir(parents=True, exist_ok=True)
+            context = BackendContext(
+                name=name, config=self.config, settings=self._settings.get(name),
+                state_dir=state_dir, embedder=self.embedder,
+            )
+            try:
+                backend = spec.factory(context)
+            except MemoryRouterError:
+                raise
+            except Exception as error:  # a plugin's own failure, translated once here
+                raise BackendUnavailable(f"backend {name!r} failed to start: {error}", backend=name) from error
+            self._backends[name] = backend
+            return backend
+
+    # -- sync ---------------------------------------------------------------------------
+
+    def fingerprint(self) -> dict[str, Any]:
+        embedder = self.embedder
+        if embedder is None:
+            return fingerprint_for(self.config, provider="none", model=FTS_ONLY, provider_key=FTS_ONLY, dims=None)
+        return fingerprint_for(
+            self.config, provider=embedder.provider_id, model=embedder.model,
+            provider_key=provider_key(embedder.provider), dims=embedder.dims,
+        )
+
+    def snapshot(self) -> Snapshot:
+        """The workspace's memory files now, with the current fingerprint."""
+        embedder = self.embedder
+        return take_snapshot(
+            self.config, fingerprint=self.fingerprint(), model=embedder.model if embedder else FTS_ONLY
+        )
+
+    def sync(
+        self, *, force: bool = False, backends: Iterable[str] | None = None, progress: Progress = no_progress
+    ) -> list[SyncReport]:
+        """Bring backends in line with the workspace.
+
+        By default the first backend of the chain, plus every other one when
+        ``standby = "hot"``. A backend that fails gets a report with ``errors`` set;
+        other backends still sync.
+        """
+        chain = self.config.router.chain
+        names = list(backends) if backends is not None else (
+            list(chain) if self.config.router.standby == "hot" else [chain[0]]
+        )
+        with self._sync_lock:
+            snapshot = self.snapshot()
+            reports = [self._sync_one(name, snapshot, force=force, progress=progress) for name in names]
+            self._dirty = False
+            return reports
+
+    def _sync_one(self, name: str, snapshot: Snapshot, *, force: bool, progress: Progress) -> SyncReport:
+        started = time.perf_counter()
+        try:
+            report = self.backend(name).sync(snapshot, force=force, progress=progress)
+        except MemoryRouterError as error:
+            return SyncReport(backend=name, errors=(error.message,),
+                              duration_ms=(time.perf_counter() - started) * 1000)
+        self._synced.add(name)
+        return report
+
+    # -- search -------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        mode: str | None = None,
+        session_key: str | None = None,
+    ) -> SearchResponse:
+        """Search memory; the first healthy backend of the chain answers.
+
+        Any string is a valid query (FTS syntax, control characters and all). When a
+        backend fails, the next one answers and ``fallback`` says why, unless the policy
+        is ``fallback = "none"``, which raises instead.
+        """
+        if not isinstance(query, str):
+            raise InvalidInput("query must be a string", key="query")
+        q = self.config.query
+        limit = max(1, int(max_results)) if max_results is not None else q.max_results
+        threshold = min(max(float(min_score), 0.0), 1.0) if min_score is not None else q.min_score
+        text = query.replace("\x00", " ").strip()
+        started = time.perf_counter()
+        timings: dict[str, float] = {}
+        if not text:
+            return self._response(query, (), backend=self.config.router.chain[0], mode="empty", timings=timings)
+        if self._dirty and self.config.sync.on_search:
+            self.sync()
+            timings["sync_ms"] = (time.perf_counter() - started) * 1000
+        request = SearchRequest(
+            query=text, max_results=limit, min_score=threshold,
+            candidates=min(200, max(1, limit * q.hybrid.candidate_multiplier)), mode=mode,
+            timeout=self.config.router.timeout_s,
+        )
+        attempts: list[Fallback] = []
+        for name in self.config.router.chain:
+            breaker = self._breakers[name]
+            if not breaker.allow():
+                last = breaker.snapshot().last_error or "failing"
+                attempts.append(self._fail(name, f"circuit open after failures (last: {last})"))
+                continue
+            try:
+                result = self._call_search(name, request)
+            except MemoryRouterError as error:
+                severe = isinstance(error, BackendUnavailable | BackendTimeout)
+                breaker.failure(error.message, severe=severe)
+                attempts.append(self._fail(name, error.message))
+                if self.config.router.fallback == "none":
+                    raise type(error)(
+                        f"backend {name!r} failed and fallback is off: {error.message}",
+                        hint="set router.fallback = \"next\" to let the next backend answer",
+                    ) if isinstance(error, BackendError) else error
+                continue
+            breaker.success()
+            shape_started = time.perf_counter()
+            hits = _ranking.shape(result, request, self.config, session_key=session_key)
+            timings["search_ms"] = (shape_started - started) * 1000
+            timings["shape_ms"] = (time.perf_counter() - shape_started) * 1000
+            return self._response(
+                query, hits, backend=name, mode=result.mode, timings=timings,
+                attempts=tuple(attempts), notes=result.notes,
+            )
+        reasons = "; ".join(f"{a.from_}: {a.reason}" for a in attempts)
+        raise BackendUnavailable(f"no backend could answer ({reasons})", backend=self.config.router.chain[-1])
+
+    def _fail(self, name: str, reason: str) -> Fallback:
+        event = Fallback(from_=name, reason=reason, at=datetime.now(UTC))
+        self.last_fallback = event
+        return event
+
+    def _call_search(self, name: str, request: SearchRequest) -> Any:
+        backend = self.backend(name)
+        if name not in self._synced and name != self.config.router.chain[0]:
+            # Cold standby: built from the Markdown on first use.
+            with self._sync_lock:
+                if name not in self._synced:
+                    self._sync_one(name, self.snapshot(), force=False, progress=no_progress)
+        future = self._pool.submit(backend.search, request)
+        deadline = self.config.router.timeout_s
+        try:
+            return future.result(timeout=deadline)
+        except FutureTimeout:
+            future.cancel()
+            raise BackendTimeout(f"no answer within {deadline:g} s", backend=name) from None
+        except MemoryRouterError:
+            raise
+        except Exception as error:  # an untranslated plugin error: contain it here
+            raise BackendError(f"{type(error).__name__}: {error}", backend=name) from error
+
+    def _response(self, query: str, hits: Any, *, backend: str, mode: str, timings: dict[str, float],
+                  attempts: tuple[Fallback, ...] = (), notes: tuple[str, ...] = ()) -> SearchResponse:
+        embedder = self._embedder
+        return SearchResponse(
+            query=query, results=tuple(hits), backend=backend, mode=mode,
+            provider=embedder.provider_id if embedder else None,
+            model=embedder.model if embedder else None,
+            fallback=attempts[0] if attempts else None, attempts=attempts,
+            provider_fallback=(embedder.fallback_event if embedder else None)
+            or (self._choice.fallback if self._choice else None),
+            citations=self.config.citations, timings=timings, notes=notes,
+        )
+
+    # -- files and entries ------------------------------------------------------------
+
+    def get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> FileText:
+        """Read lines of a memory file (allow-listed: memory paths and extra paths, ``.md``)."""
+        return _files.read_memory_file(self.config, path, from_line=from_line, lines=lines)
+
+    @property
+    def journal_path(self) -> Path:
+        return self.config.workspace_path / self.config.entries.path
+
+    def store(self, text: str, *, importance: float = 0.7, category: Category = "other") -> Entry:
+        """Journal a new entry in the workspace; it is indexed on the next sync."""
+        entry = _journal.new_entry(text, importance=importance, category=category)
+        _journal.append_entry(self.journal_path, entry)
+        self._dirty = True
+        return entry
+
+    def forget(self, entry_id: str) -> Entry:
+        """Remove an entry from the journal by id; raises :class:`NotFound` if absent."""
+        entry = _journal.remove_entry(self.journal_path, entry_id)
+        self._dirty = True
+        return entry
+
+    def entries(self) -> list[Entry]:
+        """Every journaled entry, in file order."""
+        return _journal.read_journal(self.journal_path)
+
+    # -- status -------------------------------------------------------------------------
+
+    def status(self, *, deep: bool = False) -> RouterStatus:
+        """Backends, breakers, the embedding provider and source counts; ``deep`` probes."""
+        statuses = []
+        for name in self.config.router.chain:
+            try:
+                statuses.append(self.backend(name).status(deep=deep))
+            except MemoryRouterError as error:
+                statuses.append(BackendStatus(name=name, available=False, error=error.message))
+        return RouterStatus(
+            agent_id=self.config.agent_id,
+            workspace=str(self.config.workspace_path),
+            chain=self.config.router.chain,
+            fallback_policy=self.config.router.fallback,
+            backends=tuple(statuses),
+            breakers={n: b.snapshot() for n, b in self._breakers.items()},
+            last_fallback=self.last_fallback,
+            embedding=self._embedding_status(deep=deep),
+            sources=self._source_counts(),
+        )
+
+    def _source_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for doc in take_snapshot(self.config, fingerprint={}, model=FTS_ONLY).documents:
+            counts[doc.source] = counts.get(doc.source, 0) + 1
+        return counts
+
+    def _embedding_status(self, *, deep: bool) -> dict[str, Any]:
+        try:
+            choice = self._provider_choice()
+        except MemoryRouterError as error:
+            return {"available": False, "requested": self.config.embedding.provider, "error": error.message}
+        embedder = self._embedder
+        info: dict[str, Any] = {
+            "requested": choice.requested,
+            "provider": embedder.provider_id if embedder else None,
+            "model": embedder.model if embedder else None,
+            "mode": "hybrid" if embedder else "keyword-only",
+            "unavailable_reason": choice.unavailable_reason,
+            "fallback": (embedder.fallback_event or choice.fallback).to_dict()
+            if embedder and (embedder.fallback_event or choice.fallback) else None,
+            "cache_entries": self._cache.count() if self._cache else None,
+        }
+        if deep and embedder is not None:
+            started = time.perf_counter()
+            try:
+                vector = embedder.embed_query("ping")
+                info.update(probe="ok", dims=len(vector), latency_ms=(time.perf_counter() - started) * 1000)
+            except EmbeddingError as error:
+                info.update(probe="failed", error=error.message)
+        return info
+
+    def close(self) -> None:
+        """Close backends, the embedder and the cache. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for backend in self._backends.values():
+            backend.close()
+        self._backends.clear()
+        if self._embedder is not None:
+            self._embedder.close()
+        if self._cache is not None:
+            self._cache.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)

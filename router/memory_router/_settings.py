@@ -1,0 +1,162 @@
+"""Turning TOML tables into frozen dataclasses, with errors that name file, table and key.
+
+Plugins use :func:`parse_settings` for their own tables (``[backends.<name>]``), so every
+table of the configuration is validated the same way: unknown keys and wrong types are
+errors, never ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from ._exceptions import ConfigError
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Secret:
+    """A secret given by indirection: ``{ env = "NAME" }`` or ``{ file = "/path" }``.
+
+    A plain string is accepted too (``value``), but discouraged. :meth:`resolve` reads it
+    when needed; ``repr`` never shows the value.
+    """
+
+    env: str | None = None
+    file: str | None = None
+    value: str | None = dataclasses.field(default=None, repr=False)
+
+    def resolve(self) -> str | None:
+        """The secret, or ``None`` when the variable is unset or empty."""
+        if self.value:
+            return self.value
+        if self.env:
+            return os.environ.get(self.env) or None
+        if self.file:
+            try:
+                return Path(self.file).expanduser().read_text(encoding="utf-8").strip() or None
+            except OSError:
+                return None
+        return None
+
+    def describe(self) -> str:
+        """Where the secret comes from, safe to print."""
+        if self.env:
+            return f"env {self.env}"
+        if self.file:
+            return f"file {self.file}"
+        return "inline value" if self.value else "unset"
+
+
+def toml_name(field: dataclasses.Field[Any]) -> str:
+    """The TOML key of a dataclass field (``metadata["toml"]`` or the name without a trailing ``_``)."""
+    return str(field.metadata.get("toml", field.name.rstrip("_")))
+
+
+def parse_settings(cls: type[T], data: Mapping[str, Any] | None, *, path: str, table: str) -> T:
+    """Build dataclass ``cls`` from a TOML table, rejecting unknown keys and wrong types.
+
+    ``path`` and ``table`` only feed error messages (``table`` is dotted, ``""`` for the
+    top level). Nested dataclass fields read nested tables.
+    """
+    data = dict(data or {})
+    hints = typing.get_type_hints(cls)
+    fields = {toml_name(f): f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        known = ", ".join(sorted(fields))
+        raise ConfigError(
+            f"unknown key (known keys: {known})", path=path, table=table or None, key=unknown[0]
+        )
+    values: dict[str, Any] = {}
+    for key, field in fields.items():
+        if key in data:
+            sub = f"{table}.{key}" if table else key
+            values[field.name] = _coerce(hints[field.name], data[key], path=path, table=table, key=key, sub=sub)
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(str(error), path=path, table=table or None) from None
+
+
+def _type_name(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in typing.get_args(hint))
+    if origin in (types.UnionType, typing.Union):
+        return " | ".join(_type_name(a) for a in typing.get_args(hint) if a is not type(None))
+    if dataclasses.is_dataclass(hint):
+        return "table" if hint is not Secret else 'string or { env = "NAME" }'
+    return getattr(hint, "__name__", str(hint))
+
+
+def _coerce(hint: Any, value: Any, *, path: str, table: str, key: str, sub: str) -> Any:
+    def fail(expected: str) -> ConfigError:
+        return ConfigError(
+            f"expected {expected}, got {type(value).__name__} {value!r}",
+            path=path,
+            table=table or None,
+            key=key,
+        )
+
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        for option in args:
+            if option is type(None):
+                continue
+            try:
+                return _coerce(option, value, path=path, table=table, key=key, sub=sub)
+            except ConfigError:
+                continue
+        raise fail(_type_name(hint))
+    if origin is Literal:
+        if value in args:
+            return value
+        raise fail("one of " + _type_name(hint))
+    if hint is Secret:
+        if isinstance(value, str):
+            return Secret(value=value)
+        if isinstance(value, Mapping):
+            secret = parse_settings(Secret, value, path=path, table=sub)
+            if not (secret.env or secret.file) or (secret.env and secret.file):
+                raise ConfigError('give exactly one of env or file', path=path, table=sub)
+            return secret
+        raise fail(_type_name(hint))
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        if not isinstance(value, Mapping):
+            raise fail("a table")
+        return parse_settings(hint, value, path=path, table=sub)
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise fail(f"an array of {_type_name(args[0])}")
+        return tuple(_coerce(args[0], v, path=path, table=table, key=key, sub=sub) for v in value)
+    if origin in (dict, Mapping, typing.Mapping):
+        if not isinstance(value, Mapping):
+            raise fail("a table")
+        return {str(k): _coerce(args[1], v, path=path, table=table, key=f"{key}.{k}", sub=sub) for k, v in value.items()}
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise fail("true or false")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise fail("an integer")
+    if hint is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise fail("a number")
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise fail("a string")
+    if hint is Any:
+        return value
+    raise fail(_type_name(hint))

@@ -1,0 +1,261 @@
+"""Frozen values that cross boundaries between the router, backends, plugins and callers."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+Source = Literal["memory", "sessions"]
+"""Where a memory file came from: workspace Markdown, or agent session transcripts."""
+
+Category = Literal["preference", "fact", "decision", "entity", "other"]
+CATEGORIES: tuple[Category, ...] = ("preference", "fact", "decision", "entity", "other")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name.rstrip("_"): _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+        }
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+class _ToDict:
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (datetimes as ISO 8601; a trailing ``_`` dropped from names)."""
+        result = _plain(self)
+        assert isinstance(result, dict)
+        return result
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry(_ToDict):
+    """One stored memory entry: a fact, preference or decision an agent chose to keep.
+
+    ``id`` is stable for the life of the entry; ``importance`` is in [0, 1].
+    Entries live in the Markdown journal in the workspace; backends index them like any
+    other memory file, one chunk per entry.
+    """
+
+    id: str
+    text: str
+    importance: float = 0.7
+    category: Category = "other"
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Document(_ToDict):
+    """A memory file as found in the workspace (or a session transcript).
+
+    ``path`` is relative to the workspace with forward slashes (``../x`` for extra paths
+    outside it, ``sessions/<name>.jsonl`` for transcripts); ``abs_path`` is where it lives.
+    ``hash`` is the sha256 of what gets chunked; ``kind`` says how it is chunked.
+    """
+
+    path: str
+    abs_path: str
+    source: Source
+    kind: Literal["markdown", "session", "journal"]
+    hash: str
+    mtime: float
+    size: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chunk(_ToDict):
+    """A slice of a memory file, the unit that is indexed and returned.
+
+    Lines are 1-based and inclusive; for transcripts they are JSONL line numbers.
+    ``hash`` is the sha256 of ``text``; ``model`` is the embedding model id or
+    ``"fts-only"``. ``embedding`` is filled only when the chunk crosses a boundary with its
+    vector (export, import). ``entry`` is set for chunks of the entries journal.
+    """
+
+    id: str
+    path: str
+    source: Source
+    start_line: int
+    end_line: int
+    text: str
+    hash: str
+    model: str
+    embedding: tuple[float, ...] | None = None
+    entry: Entry | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchRequest(_ToDict):
+    """A query as a backend receives it.
+
+    ``candidates`` is how many hits the backend should return at most (the router shapes
+    them down to ``max_results`` afterwards). ``mode`` is a backend-specific override
+    (``None`` = the backend's configured mode). ``timeout`` is seconds left for this call.
+    """
+
+    query: str
+    max_results: int
+    min_score: float
+    candidates: int
+    mode: str | None = None
+    sources: tuple[Source, ...] | None = None
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hit(_ToDict):
+    """One search result. ``score``: higher is better, in [0, 1].
+
+    ``vector_score`` and ``text_score`` are the two sides of a hybrid score, ``None`` when
+    that side did not find the chunk. ``citation`` is ``path#L3-L9`` when citations are on.
+    """
+
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    source: Source
+    backend: str
+    citation: str | None = None
+    vector_score: float | None = None
+    text_score: float | None = None
+    chunk_id: str | None = None
+    entry: Entry | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackendResult(_ToDict):
+    """What :meth:`Backend.search` returns: ranked candidates before shared shaping.
+
+    ``mode`` names how the backend searched (``hybrid``, ``keyword``, ``vector``, or its
+    own mode names). ``relaxed_min_score``: when no hit reaches the requested minimum, hits
+    that matched by keyword (``text_score`` set) and score at least this are kept instead;
+    ``None`` disables the relaxation.
+    """
+
+    hits: tuple[Hit, ...]
+    mode: str
+    relaxed_min_score: float | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fallback(_ToDict):
+    """Why a backend (or embedding provider) did not answer and another one did."""
+
+    from_: str
+    reason: str
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchResponse(_ToDict):
+    """The answer to :meth:`Router.search`.
+
+    ``backend`` answered; ``fallback`` is the first backend that failed before it (``None``
+    when the first choice answered) and ``attempts`` every failure on the way.
+    ``timings`` are milliseconds per stage.
+    """
+
+    query: str
+    results: tuple[Hit, ...]
+    backend: str
+    mode: str
+    provider: str | None
+    model: str | None
+    fallback: Fallback | None = None
+    attempts: tuple[Fallback, ...] = ()
+    provider_fallback: Fallback | None = None
+    citations: str = "auto"
+    timings: Mapping[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileText(_ToDict):
+    """Text read from a memory file by :meth:`Router.get`. Missing files give ``text=""``."""
+
+    path: str
+    text: str
+    from_line: int = 1
+    lines: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncReport(_ToDict):
+    """What one backend's sync did. Counts are files unless named otherwise."""
+
+    backend: str
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    cache_hits: int = 0
+    full_rebuild: bool = False
+    reason: str | None = None
+    duration_ms: float = 0.0
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackendStatus(_ToDict):
+    """Health and size of one backend. ``available`` is False when it cannot serve now."""
+
+    name: str
+    available: bool
+    files: int = 0
+    chunks: int = 0
+    error: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BreakerState(_ToDict):
+    """A backend's circuit breaker as :meth:`Router.status` reports it."""
+
+    state: Literal["closed", "open", "half-open"]
+    failures: int
+    last_error: str | None
+    opened_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RouterStatus(_ToDict):
+    """Everything :meth:`Router.status` knows: config summary, backends, breakers, fallbacks."""
+
+    agent_id: str
+    workspace: str
+    chain: tuple[str, ...]
+    fallback_policy: str
+    backends: tuple[BackendStatus, ...]
+    breakers: Mapping[str, BreakerState]
+    last_fallback: Fallback | None
+    embedding: Mapping[str, Any]
+    sources: Mapping[str, int]
+
+
+class Progress(Protocol):
+    """Called during long work: ``advance(n)`` after n units, ``total`` may grow."""
+
+    def __call__(self, *, done: int, total: int, label: str) -> None: ...
+
+
+def no_progress(*, done: int, total: int, label: str) -> None:
+    """A :class:`Progress` that ignores every report."""

@@ -1,0 +1,128 @@
+"""A snapshot of the workspace: which memory files exist now, and their chunks.
+
+This is what :meth:`Backend.sync` receives. Listing files is cheap (stat and hash);
+chunking is done on demand per document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import _chunking, _discovery, _journal, _sessions
+from ._config import Config
+from ._types import Chunk, Document
+
+
+def scope_hash(config: Config) -> str:
+    """sha256 of what decides which files are memory (workspace, extra paths, sessions)."""
+    data = {
+        "workspace": str(config.workspace_path),
+        "extraPaths": sorted(str(config.expand(p)) for p in config.extra_paths),
+        "sessionsDir": str(config.expand(config.sessions_dir)) if config.sessions_enabled else None,
+        "entries": config.entries.path,
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    """The memory files of one workspace at one moment, and how to chunk them.
+
+    ``fingerprint`` identifies the index these files should produce: provider, model,
+    provider key, dims, chunking, sources and scope. A backend whose stored fingerprint
+    differs must rebuild. ``model`` is the embedding model id, or ``"fts-only"``.
+    """
+
+    config: Config
+    documents: tuple[Document, ...]
+    fingerprint: Mapping[str, Any]
+    model: str
+    _cache: dict[str, tuple[str, list[Chunk]]] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def workspace(self) -> Path:
+        return self.config.workspace_path
+
+    def by_path(self) -> dict[str, Document]:
+        return {doc.path: doc for doc in self.documents}
+
+    def text(self, doc: Document) -> str:
+        """What gets chunked: the file's Markdown, or a transcript's ``User:``/``Assistant:`` lines."""
+        return self._load(doc)[0]
+
+    def chunks(self, doc: Document) -> list[Chunk]:
+        """The document's chunks, whitespace-only ones dropped, ids computed with :attr:`model`."""
+        return self._load(doc)[1]
+
+    def _load(self, doc: Document) -> tuple[str, list[Chunk]]:
+        cached = self._cache.get(doc.path)
+        if cached is None:
+            cached = load_document(doc, self.config, self.model)
+            self._cache[doc.path] = cached
+        return cached
+
+    def release(self, doc: Document) -> None:
+        """Forget a document's cached text and chunks (after indexing it)."""
+        self._cache.pop(doc.path, None)
+
+
+def load_document(doc: Document, config: Config, model: str) -> tuple[str, list[Chunk]]:
+    """Read and chunk one document according to its kind."""
+    tokens, overlap = config.chunking.tokens, config.chunking.overlap
+    if doc.kind == "journal":
+        entries = _journal.read_journal(Path(doc.abs_path))
+        return _journal.journal_text(entries), _journal.entry_chunks(doc.path, entries, model=model)
+    if doc.kind == "session":
+        session = _sessions.build_session_entry(Path(doc.abs_path))
+        raw = _chunking.chunk_markdown(session.content, tokens=tokens, overlap=overlap)
+        raw = _sessions.remap_lines(raw, session.line_map)
+        text = session.content
+    else:
+        text = Path(doc.abs_path).read_text(encoding="utf-8", errors="replace")
+        raw = _chunking.chunk_markdown(text, tokens=tokens, overlap=overlap)
+    chunks = [
+        Chunk(
+            id=_chunking.chunk_id(doc.source, doc.path, r.start_line, r.end_line, r.hash, model),
+            path=doc.path,
+            source=doc.source,
+            start_line=r.start_line,
+            end_line=r.end_line,
+            text=r.text,
+            hash=r.hash,
+            model=model,
+        )
+        for r in raw
+        if r.text.strip()
+    ]
+    return text, chunks
+
+
+def take_snapshot(config: Config, *, fingerprint: Mapping[str, Any], model: str) -> Snapshot:
+    """List the workspace's memory files (and transcripts when sessions are a source)."""
+    documents: list[Document] = list(_discovery.discover_documents(config))
+    if config.sessions_enabled:
+        documents.extend(_sessions.discover_sessions(config.expand(config.sessions_dir)))
+    return Snapshot(config=config, documents=tuple(documents), fingerprint=fingerprint, model=model)
+
+
+def fingerprint_for(
+    config: Config, *, provider: str, model: str, provider_key: str, dims: int | None
+) -> dict[str, Any]:
+    """The index fingerprint (provider, model, key, dims, chunking, sources, scope)."""
+    sources: Sequence[str] = sorted(set(config.sources))
+    return {
+        "provider": provider,
+        "model": model,
+        "providerKey": provider_key,
+        "vectorDims": dims,
+        "chunkTokens": config.chunking.tokens,
+        "chunkOverlap": config.chunking.overlap,
+        "sources": list(sources),
+        "scopeHash": scope_hash(config),
+        "chunker": _chunking.CHUNKER_VERSION,
+    }
