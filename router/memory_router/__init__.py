@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from ._backend import Backend, BackendContext, BackendSpec
 from ._config import Config, load_config
-from ._embedding import Embedder, EmbeddingCache, EmbeddingProvider, normalize, provider_key, sha256_text
+from ._embedding import (
+    Embedder,
+    EmbeddingCache,
+    EmbeddingProvider,
+    normalize,
+    provider_key,
+    sha256_text,
+)
 from ._exceptions import (
     BackendError,
     BackendTimeout,

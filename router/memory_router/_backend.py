@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._exceptions import Unsupported
-from ._types import BackendResult, BackendStatus, Chunk, Progress, SearchRequest, SyncReport, no_progress
+from ._types import (
+    BackendResult,
+    BackendStatus,
+    Chunk,
+    Progress,
+    SearchRequest,
+    SyncReport,
+    no_progress,
+)
 
 if TYPE_CHECKING:
     from ._config import Config
@@ -55,7 +63,9 @@ class Backend(ABC):
         """
 
     @abstractmethod
-    def sync(self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress) -> SyncReport:
+    def sync(
+        self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
+    ) -> SyncReport:
         """Bring the index in line with ``snapshot``: add, update and remove what changed.
 
         ``force`` rebuilds everything. When the index fingerprint differs from
@@ -67,7 +77,7 @@ class Backend(ABC):
     def status(self, *, deep: bool = False) -> BackendStatus:
         """Counts and health. ``deep`` may probe (run a query, check files) but never repairs."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook with a no-op default
         """Release files, connections and child processes. Idempotent."""
 
     def export_chunks(self) -> Iterator[Chunk]:

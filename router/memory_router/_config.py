@@ -334,9 +334,7 @@ def load_config(
         data = _set_in(data, keys, value)
     config = parse_settings(Config, data, path=source, table="")
     if not config.agent_id or not all(c.isalnum() or c in "-_" for c in config.agent_id):
-        raise ConfigError(
-            "agent ids are letters, digits, '-' and '_'", path=source, key="agent_id"
-        )
+        raise ConfigError("agent ids are letters, digits, '-' and '_'", path=source, key="agent_id")
     return dataclasses.replace(config, file=str(file.resolve()) if file else None)
 
 

@@ -72,7 +72,7 @@ class EmbeddingProvider(ABC):
         """Embed a search query. Providers with query/document modes override this."""
         return self.embed_documents([text])[0]
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook with a no-op default
         """Release models, connections and threads."""
 
 
@@ -113,7 +113,9 @@ class EmbeddingCache:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(self._SCHEMA)
 
-    def get_many(self, provider: str, model: str, key: str, hashes: Sequence[str]) -> dict[str, Vector]:
+    def get_many(
+        self, provider: str, model: str, key: str, hashes: Sequence[str]
+    ) -> dict[str, Vector]:
         """Cached vectors for the hashes that have one."""
         found: dict[str, Vector] = {}
         with self._lock:
@@ -138,7 +140,9 @@ class EmbeddingCache:
             for h, v in items.items()
         ]
         with self._lock, self._db:
-            self._db.executemany("INSERT OR REPLACE INTO embedding_cache VALUES (?,?,?,?,?,?,?)", rows)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO embedding_cache VALUES (?,?,?,?,?,?,?)", rows
+            )
             if self.max_entries is not None:
                 self._db.execute(
                     "DELETE FROM embedding_cache WHERE rowid IN (SELECT rowid FROM embedding_cache"
@@ -221,7 +225,9 @@ class Embedder:
                 return normalize(self.provider.embed_query(text))
             raise
 
-    def embed_documents(self, texts: Sequence[str], *, progress: Progress = no_progress) -> list[Vector]:
+    def embed_documents(
+        self, texts: Sequence[str], *, progress: Progress = no_progress
+    ) -> list[Vector]:
         """Normalised vectors for ``texts``, in order, reusing the cache where possible."""
         try:
             return self._embed_documents(texts, progress)
@@ -236,7 +242,9 @@ class Embedder:
         key = provider_key(provider)
         cached = self.cache.get_many(provider.id, provider.model, key, hashes) if self.cache else {}
         self.cache_hits += sum(1 for h in hashes if h in cached)
-        missing: dict[str, str] = {h: t for h, t in zip(hashes, texts, strict=True) if h not in cached}
+        missing: dict[str, str] = {
+            h: t for h, t in zip(hashes, texts, strict=True) if h not in cached
+        }
         done = len(texts) - len(missing)
         progress(done=done, total=len(texts), label="embedding")
         batches = list(_batches(list(missing.items()), provider.max_batch_tokens))

@@ -102,7 +102,9 @@ class EmbeddingError(MemoryRouterError):
 class BackendError(MemoryRouterError):
     """A backend failed. ``backend`` is its configured name."""
 
-    def __init__(self, message: str, *, backend: str | None = None, hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, backend: str | None = None, hint: str | None = None
+    ) -> None:
         super().__init__(message, hint=hint)
         self.backend = backend
 

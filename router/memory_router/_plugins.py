@@ -42,7 +42,9 @@ def get_plugin_manager(
         allowed = environ.get("MEMORY_ROUTER_PLUGINS")
         names = None if allowed is None else {n.strip() for n in allowed.split(",") if n.strip()}
         _load_entrypoints(pm, names)
-    for module_name in filter(None, (m.strip() for m in environ.get("MEMORY_ROUTER_PLUGIN_MODULES", "").split(","))):
+    for module_name in filter(
+        None, (m.strip() for m in environ.get("MEMORY_ROUTER_PLUGIN_MODULES", "").split(","))
+    ):
         try:
             module = importlib.import_module(module_name)
         except ImportError as error:
@@ -80,7 +82,9 @@ def _collect(kind: str, calls: Any, name_of: Any) -> dict[str, Any]:
     def register(item: Any) -> None:
         name = name_of(item)
         if not isinstance(name, str) or not _NAME.match(name):
-            raise PluginError(f"invalid {kind} name {name!r}: use lower-case letters, digits, '-' and '_'")
+            raise PluginError(
+                f"invalid {kind} name {name!r}: use lower-case letters, digits, '-' and '_'"
+            )
         if name in found:
             raise PluginError(f"two plugins register a {kind} named {name!r}")
         found[name] = item
@@ -110,9 +114,11 @@ def plugin_list(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
     for name, plugin in sorted(pm.list_name_plugin(), key=lambda item: str(item[0])):
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
         dist = next((d for p, d in pm.list_plugin_distinfo() if p is plugin), None)
-        rows.append({
-            "name": name,
-            "hooks": hooks,
-            "version": getattr(dist, "version", None) if dist else None,
-        })
+        rows.append(
+            {
+                "name": name,
+                "hooks": hooks,
+                "version": getattr(dist, "version", None) if dist else None,
+            }
+        )
     return rows

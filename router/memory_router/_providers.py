@@ -63,15 +63,15 @@ def _strip_prefix(model: str) -> str:
     return model
 
 
-def choose_provider(
-    specs: Mapping[str, ProviderSpec], context: ProviderContext
-) -> ProviderChoice:
+def choose_provider(specs: Mapping[str, ProviderSpec], context: ProviderContext) -> ProviderChoice:
     """Build the configured provider (see the module docstring)."""
     settings = context.config.embedding
     requested = settings.provider
     model = _strip_prefix(settings.model)
     if requested in ("none", "off", ""):
-        return ProviderChoice(provider=None, requested=requested, unavailable_reason="disabled in config")
+        return ProviderChoice(
+            provider=None, requested=requested, unavailable_reason="disabled in config"
+        )
     if requested == "auto":
         reasons: list[str] = []
         ordered = sorted(
@@ -80,8 +80,11 @@ def choose_provider(
         )
         for spec in ordered:
             try:
-                return ProviderChoice(provider=spec.factory(context, model), requested=requested,
-                                      tried=tuple(s.name for s in ordered))
+                return ProviderChoice(
+                    provider=spec.factory(context, model),
+                    requested=requested,
+                    tried=tuple(s.name for s in ordered),
+                )
             except EmbeddingError as error:
                 reasons.append(f"{spec.name}: {error.message}")
         return ProviderChoice(
@@ -90,14 +93,17 @@ def choose_provider(
             unavailable_reason="; ".join(reasons) or "no embedding provider is installed",
             tried=tuple(s.name for s in ordered),
         )
-    spec = specs.get(requested)
-    if spec is None:
+    chosen = specs.get(requested)
+    if chosen is None:
         raise ConfigError(
-            f"unknown embedding provider {requested!r} (installed: {', '.join(sorted(specs)) or 'none'})",
-            path=context.config.file or "<defaults>", table="embedding", key="provider",
+            f"unknown embedding provider {requested!r}"
+            f" (installed: {', '.join(sorted(specs)) or 'none'})",
+            path=context.config.file or "<defaults>",
+            table="embedding",
+            key="provider",
         )
     try:
-        return ProviderChoice(provider=spec.factory(context, model), requested=requested)
+        return ProviderChoice(provider=chosen.factory(context, model), requested=requested)
     except EmbeddingError as error:
         fallback_name = settings.fallback
         if fallback_name in ("none", "", requested) or fallback_name not in specs:

@@ -12,14 +12,15 @@ import re
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 
 from ._config import Config
 from ._types import BackendResult, Hit, SearchRequest
 
 _DATED = re.compile(r"(?:^|/)memory/(?:.*/)?(\d{4})-(\d{2})-(\d{2})(?:-[^/]*)?\.md$")
 _ASCII_TOKEN = re.compile(r"[a-z0-9_]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
+_CJK = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]"
+)
 DAY = 86400.0
 
 
@@ -38,7 +39,9 @@ def is_evergreen(path: str, source: str) -> bool:
     """``MEMORY.md``, ``memory.md`` and undated files under ``memory/`` never decay."""
     if source != "memory":
         return False
-    return path in ("MEMORY.md", "memory.md") or (path.startswith("memory/") and dated_file(path) is None)
+    return path in ("MEMORY.md", "memory.md") or (
+        path.startswith("memory/") and dated_file(path) is None
+    )
 
 
 def age_days(hit: Hit, config: Config, now: float) -> float | None:
@@ -66,7 +69,11 @@ def apply_decay(hits: Sequence[Hit], config: Config, *, now: float | None = None
         if key not in ages:
             ages[key] = age_days(hit, config, now)
         age = ages[key]
-        out.append(hit if age is None else dataclasses.replace(hit, score=hit.score * math.exp(-rate * age)))
+        out.append(
+            hit
+            if age is None
+            else dataclasses.replace(hit, score=hit.score * math.exp(-rate * age))
+        )
     return out
 
 
@@ -105,6 +112,7 @@ def mmr(hits: Sequence[Hit], lambda_: float) -> list[Hit]:
     remaining = list(range(len(hits)))
     chosen: list[int] = []
     while remaining:
+
         def value(i: int) -> tuple[float, float]:
             similarity = max((jaccard(tokens[i], tokens[j]) for j in chosen), default=0.0)
             return (lambda_ * rel[i] - (1 - lambda_) * similarity, hits[i].score)
@@ -121,7 +129,11 @@ def citations_on(mode: str, session_key: str | None) -> bool:
         return mode == "on"
     if not session_key:
         return True
-    rest = session_key.split(":", 2)[2] if session_key.startswith("agent:") and session_key.count(":") >= 2 else session_key
+    rest = (
+        session_key.split(":", 2)[2]
+        if session_key.startswith("agent:") and session_key.count(":") >= 2
+        else session_key
+    )
     tokens = set(re.split(r"[:/]", rest.lower()))
     return not ({"channel", "group"} & tokens)
 
@@ -158,7 +170,9 @@ def select(result: BackendResult, request: SearchRequest) -> list[Hit]:
     return passing[: request.max_results]
 
 
-def shape(result: BackendResult, request: SearchRequest, config: Config, *, session_key: str | None = None) -> list[Hit]:
+def shape(
+    result: BackendResult, request: SearchRequest, config: Config, *, session_key: str | None = None
+) -> list[Hit]:
     """Turn a backend's candidates into the hits a caller sees."""
     q = config.query
     hits = list(result.hits)
@@ -178,5 +192,3 @@ def shape(result: BackendResult, request: SearchRequest, config: Config, *, sess
             snippet = f"{snippet.strip()}\n\nSource: {cite}"
         shaped.append(dataclasses.replace(hit, snippet=snippet, citation=cite))
     return clamp_budget(shaped, q.max_injected_chars)
-
-

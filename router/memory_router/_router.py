@@ -56,7 +56,9 @@ class Router:
     on first use. Thread-safe for concurrent searches; syncs are serialised.
     """
 
-    def __init__(self, config: Config, *, plugin_manager: pluggy.PluginManager | None = None) -> None:
+    def __init__(
+        self, config: Config, *, plugin_manager: pluggy.PluginManager | None = None
+    ) -> None:
         self.config = config
         self.pm = plugin_manager or _plugins.get_plugin_manager()
         self.backend_specs: dict[str, BackendSpec] = _plugins.backend_specs(self.pm)
@@ -111,36 +113,51 @@ class Router:
 
     def _validate_backend_settings(self) -> dict[str, Any]:
         source = self.config.file or "<defaults>"
-        unknown = [n for n in (*self.config.router.chain, *self.config.backends) if n not in self.backend_specs]
+        unknown = [
+            n
+            for n in (*self.config.router.chain, *self.config.backends)
+            if n not in self.backend_specs
+        ]
         if unknown:
             installed = ", ".join(sorted(self.backend_specs)) or "none"
             raise ConfigError(
                 f"no backend named {unknown[0]!r} is installed (installed: {installed})",
-                path=source, table="router" if unknown[0] in self.config.router.chain else "backends",
+                path=source,
+                table="router" if unknown[0] in self.config.router.chain else "backends",
                 key="chain" if unknown[0] in self.config.router.chain else unknown[0],
             )
         if not self.config.router.chain:
-            raise ConfigError("the chain needs at least one backend", path=source, table="router", key="chain")
-        settings = {}
+            raise ConfigError(
+                "the chain needs at least one backend", path=source, table="router", key="chain"
+            )
+        settings: dict[str, Any] = {}
         for name, spec in self.backend_specs.items():
             table = self.config.backends.get(name)
             if spec.settings is not None:
-                settings[name] = parse_settings(spec.settings, table, path=source, table=f"backends.{name}")
+                settings[name] = parse_settings(
+                    spec.settings, table, path=source, table=f"backends.{name}"
+                )
             elif table:
-                raise ConfigError(f"backend {name!r} takes no settings", path=source, table=f"backends.{name}")
+                raise ConfigError(
+                    f"backend {name!r} takes no settings", path=source, table=f"backends.{name}"
+                )
         return settings
 
     def _provider_choice(self) -> ProviderChoice:
         with self._lock:
             if self._choice is None:
-                context = ProviderContext(config=self.config, state_dir=self.config.agent_state_path)
+                context = ProviderContext(
+                    config=self.config, state_dir=self.config.agent_state_path
+                )
                 specs = _plugins.provider_specs(self.pm)
                 self._choice = choose_provider(specs, context)
                 if self._choice.provider is not None:
                     cache = None
                     if self.config.cache.enabled:
                         path = self.config.expand(self.config.cache.path)
-                        cache = EmbeddingCache(path, max_entries=self.config.cache.max_entries or None)
+                        cache = EmbeddingCache(
+                            path, max_entries=self.config.cache.max_entries or None
+                        )
                     self._cache = cache
                     self._embedder = Embedder(
                         self._choice.provider,
@@ -166,15 +183,20 @@ class Router:
             state_dir = self.config.agent_state_path / name
             state_dir.mkdir(parents=True, exist_ok=True)
             context = BackendContext(
-                name=name, config=self.config, settings=self._settings.get(name),
-                state_dir=state_dir, embedder=self.embedder,
+                name=name,
+                config=self.config,
+                settings=self._settings.get(name),
+                state_dir=state_dir,
+                embedder=self.embedder,
             )
             try:
                 backend = spec.factory(context)
             except MemoryRouterError:
                 raise
             except Exception as error:  # a plugin's own failure, translated once here
-                raise BackendUnavailable(f"backend {name!r} failed to start: {error}", backend=name) from error
+                raise BackendUnavailable(
+                    f"backend {name!r} failed to start: {error}", backend=name
+                ) from error
             self._backends[name] = backend
             return backend
 
@@ -183,21 +205,32 @@ class Router:
     def fingerprint(self) -> dict[str, Any]:
         embedder = self.embedder
         if embedder is None:
-            return fingerprint_for(self.config, provider="none", model=FTS_ONLY, provider_key=FTS_ONLY, dims=None)
+            return fingerprint_for(
+                self.config, provider="none", model=FTS_ONLY, provider_key=FTS_ONLY, dims=None
+            )
         return fingerprint_for(
-            self.config, provider=embedder.provider_id, model=embedder.model,
-            provider_key=provider_key(embedder.provider), dims=embedder.dims,
+            self.config,
+            provider=embedder.provider_id,
+            model=embedder.model,
+            provider_key=provider_key(embedder.provider),
+            dims=embedder.dims,
         )
 
     def snapshot(self) -> Snapshot:
         """The workspace's memory files now, with the current fingerprint."""
         embedder = self.embedder
         return take_snapshot(
-            self.config, fingerprint=self.fingerprint(), model=embedder.model if embedder else FTS_ONLY
+            self.config,
+            fingerprint=self.fingerprint(),
+            model=embedder.model if embedder else FTS_ONLY,
         )
 
     def sync(
-        self, *, force: bool = False, backends: Iterable[str] | None = None, progress: Progress = no_progress
+        self,
+        *,
+        force: bool = False,
+        backends: Iterable[str] | None = None,
+        progress: Progress = no_progress,
     ) -> list[SyncReport]:
         """Bring backends in line with the workspace.
 
@@ -206,22 +239,31 @@ class Router:
         other backends still sync.
         """
         chain = self.config.router.chain
-        names = list(backends) if backends is not None else (
-            list(chain) if self.config.router.standby == "hot" else [chain[0]]
+        names = (
+            list(backends)
+            if backends is not None
+            else (list(chain) if self.config.router.standby == "hot" else [chain[0]])
         )
         with self._sync_lock:
             snapshot = self.snapshot()
-            reports = [self._sync_one(name, snapshot, force=force, progress=progress) for name in names]
+            reports = [
+                self._sync_one(name, snapshot, force=force, progress=progress) for name in names
+            ]
             self._dirty = False
             return reports
 
-    def _sync_one(self, name: str, snapshot: Snapshot, *, force: bool, progress: Progress) -> SyncReport:
+    def _sync_one(
+        self, name: str, snapshot: Snapshot, *, force: bool, progress: Progress
+    ) -> SyncReport:
         started = time.perf_counter()
         try:
             report = self.backend(name).sync(snapshot, force=force, progress=progress)
         except MemoryRouterError as error:
-            return SyncReport(backend=name, errors=(error.message,),
-                              duration_ms=(time.perf_counter() - started) * 1000)
+            return SyncReport(
+                backend=name,
+                errors=(error.message,),
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
         self._synced.add(name)
         return report
 
@@ -251,13 +293,18 @@ class Router:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         if not text:
-            return self._response(query, (), backend=self.config.router.chain[0], mode="empty", timings=timings)
+            return self._response(
+                query, (), backend=self.config.router.chain[0], mode="empty", timings=timings
+            )
         if self._dirty and self.config.sync.on_search:
             self.sync()
             timings["sync_ms"] = (time.perf_counter() - started) * 1000
         request = SearchRequest(
-            query=text, max_results=limit, min_score=threshold,
-            candidates=min(200, max(1, limit * q.hybrid.candidate_multiplier)), mode=mode,
+            query=text,
+            max_results=limit,
+            min_score=threshold,
+            candidates=min(200, max(1, limit * q.hybrid.candidate_multiplier)),
+            mode=mode,
             timeout=self.config.router.timeout_s,
         )
         attempts: list[Fallback] = []
@@ -274,10 +321,7 @@ class Router:
                 breaker.failure(error.message, severe=severe)
                 attempts.append(self._fail(name, error.message))
                 if self.config.router.fallback == "none":
-                    raise type(error)(
-                        f"backend {name!r} failed and fallback is off: {error.message}",
-                        hint="set router.fallback = \"next\" to let the next backend answer",
-                    ) if isinstance(error, BackendError) else error
+                    raise _fail_closed(name, error) from error
                 continue
             breaker.success()
             shape_started = time.perf_counter()
@@ -285,11 +329,18 @@ class Router:
             timings["search_ms"] = (shape_started - started) * 1000
             timings["shape_ms"] = (time.perf_counter() - shape_started) * 1000
             return self._response(
-                query, hits, backend=name, mode=result.mode, timings=timings,
-                attempts=tuple(attempts), notes=result.notes,
+                query,
+                hits,
+                backend=name,
+                mode=result.mode,
+                timings=timings,
+                attempts=tuple(attempts),
+                notes=result.notes,
             )
         reasons = "; ".join(f"{a.from_}: {a.reason}" for a in attempts)
-        raise BackendUnavailable(f"no backend could answer ({reasons})", backend=self.config.router.chain[-1])
+        raise BackendUnavailable(
+            f"no backend could answer ({reasons})", backend=self.config.router.chain[-1]
+        )
 
     def _fail(self, name: str, reason: str) -> Fallback:
         event = Fallback(from_=name, reason=reason, at=datetime.now(UTC))
@@ -315,17 +366,32 @@ class Router:
         except Exception as error:  # an untranslated plugin error: contain it here
             raise BackendError(f"{type(error).__name__}: {error}", backend=name) from error
 
-    def _response(self, query: str, hits: Any, *, backend: str, mode: str, timings: dict[str, float],
-                  attempts: tuple[Fallback, ...] = (), notes: tuple[str, ...] = ()) -> SearchResponse:
+    def _response(
+        self,
+        query: str,
+        hits: Any,
+        *,
+        backend: str,
+        mode: str,
+        timings: dict[str, float],
+        attempts: tuple[Fallback, ...] = (),
+        notes: tuple[str, ...] = (),
+    ) -> SearchResponse:
         embedder = self._embedder
         return SearchResponse(
-            query=query, results=tuple(hits), backend=backend, mode=mode,
+            query=query,
+            results=tuple(hits),
+            backend=backend,
+            mode=mode,
             provider=embedder.provider_id if embedder else None,
             model=embedder.model if embedder else None,
-            fallback=attempts[0] if attempts else None, attempts=attempts,
+            fallback=attempts[0] if attempts else None,
+            attempts=attempts,
             provider_fallback=(embedder.fallback_event if embedder else None)
             or (self._choice.fallback if self._choice else None),
-            citations=self.config.citations, timings=timings, notes=notes,
+            citations=self.config.citations,
+            timings=timings,
+            notes=notes,
         )
 
     # -- files and entries ------------------------------------------------------------
@@ -387,23 +453,29 @@ class Router:
         try:
             choice = self._provider_choice()
         except MemoryRouterError as error:
-            return {"available": False, "requested": self.config.embedding.provider, "error": error.message}
+            return {
+                "available": False,
+                "requested": self.config.embedding.provider,
+                "error": error.message,
+            }
         embedder = self._embedder
+        switched = (embedder.fallback_event if embedder else None) or choice.fallback
         info: dict[str, Any] = {
             "requested": choice.requested,
             "provider": embedder.provider_id if embedder else None,
             "model": embedder.model if embedder else None,
             "mode": "hybrid" if embedder else "keyword-only",
             "unavailable_reason": choice.unavailable_reason,
-            "fallback": (embedder.fallback_event or choice.fallback).to_dict()
-            if embedder and (embedder.fallback_event or choice.fallback) else None,
+            "fallback": switched.to_dict() if switched else None,
             "cache_entries": self._cache.count() if self._cache else None,
         }
         if deep and embedder is not None:
             started = time.perf_counter()
             try:
                 vector = embedder.embed_query("ping")
-                info.update(probe="ok", dims=len(vector), latency_ms=(time.perf_counter() - started) * 1000)
+                info.update(
+                    probe="ok", dims=len(vector), latency_ms=(time.perf_counter() - started) * 1000
+                )
             except EmbeddingError as error:
                 info.update(probe="failed", error=error.message)
         return info
@@ -421,3 +493,14 @@ class Router:
         if self._cache is not None:
             self._cache.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _fail_closed(name: str, error: MemoryRouterError) -> MemoryRouterError:
+    """The error to raise when a backend failed and the policy forbids falling back."""
+    if not isinstance(error, BackendError):
+        return error
+    return type(error)(
+        f"backend {name!r} failed and fallback is off: {error.message}",
+        backend=name,
+        hint='set router.fallback = "next" to let the next backend answer',
+    )

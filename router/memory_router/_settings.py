@@ -55,7 +55,7 @@ class Secret:
 
 
 def toml_name(field: dataclasses.Field[Any]) -> str:
-    """The TOML key of a dataclass field (``metadata["toml"]`` or the name without a trailing ``_``)."""
+    """The TOML key of a field: ``metadata["toml"]``, else the name without a trailing ``_``."""
     return str(field.metadata.get("toml", field.name.rstrip("_")))
 
 
@@ -78,7 +78,9 @@ def parse_settings(cls: type[T], data: Mapping[str, Any] | None, *, path: str, t
     for key, field in fields.items():
         if key in data:
             sub = f"{table}.{key}" if table else key
-            values[field.name] = _coerce(hints[field.name], data[key], path=path, table=table, key=key, sub=sub)
+            values[field.name] = _coerce(
+                hints[field.name], data[key], path=path, table=table, key=key, sub=sub
+            )
     try:
         return cls(**values)
     except (TypeError, ValueError) as error:
@@ -108,6 +110,9 @@ def _coerce(hint: Any, value: Any, *, path: str, table: str, key: str, sub: str)
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin in (types.UnionType, typing.Union):
+        options = [a for a in args if a is not type(None)]
+        if len(options) == 1:
+            return _coerce(options[0], value, path=path, table=table, key=key, sub=sub)
         for option in args:
             if option is type(None):
                 continue
@@ -126,7 +131,7 @@ def _coerce(hint: Any, value: Any, *, path: str, table: str, key: str, sub: str)
         if isinstance(value, Mapping):
             secret = parse_settings(Secret, value, path=path, table=sub)
             if not (secret.env or secret.file) or (secret.env and secret.file):
-                raise ConfigError('give exactly one of env or file', path=path, table=sub)
+                raise ConfigError("give exactly one of env or file", path=path, table=sub)
             return secret
         raise fail(_type_name(hint))
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
@@ -140,7 +145,10 @@ def _coerce(hint: Any, value: Any, *, path: str, table: str, key: str, sub: str)
     if origin in (dict, Mapping, typing.Mapping):
         if not isinstance(value, Mapping):
             raise fail("a table")
-        return {str(k): _coerce(args[1], v, path=path, table=table, key=f"{key}.{k}", sub=sub) for k, v in value.items()}
+        return {
+            str(k): _coerce(args[1], v, path=path, table=table, key=f"{key}.{k}", sub=sub)
+            for k, v in value.items()
+        }
     if hint is bool:
         if isinstance(value, bool):
             return value

@@ -42,7 +42,9 @@ class Snapshot:
     documents: tuple[Document, ...]
     fingerprint: Mapping[str, Any]
     model: str
-    _cache: dict[str, tuple[str, list[Chunk]]] = field(default_factory=dict, repr=False, compare=False)
+    _cache: dict[str, tuple[str, list[Chunk]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def workspace(self) -> Path:
@@ -52,7 +54,7 @@ class Snapshot:
         return {doc.path: doc for doc in self.documents}
 
     def text(self, doc: Document) -> str:
-        """What gets chunked: the file's Markdown, or a transcript's ``User:``/``Assistant:`` lines."""
+        """What gets chunked: the Markdown, or a transcript's ``User:``/``Assistant:`` lines."""
         return self._load(doc)[0]
 
     def chunks(self, doc: Document) -> list[Chunk]:

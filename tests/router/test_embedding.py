@@ -1,0 +1,85 @@
+"""The Embedder: shared cache, byte batching, normalisation, count checks, fallback switch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory_router import Embedder, EmbeddingCache, EmbeddingError, EmbeddingProvider, provider_key
+
+
+class CountingProvider(EmbeddingProvider):
+    id = "count"
+    model = "count-3"
+    max_batch_tokens = 20
+
+    def __init__(self, *, fail: bool = False, short: bool = False) -> None:
+        self.batches: list[list[str]] = []
+        self.fail = fail
+        self.short = short
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.fail:
+            raise EmbeddingError("quota exhausted (429)", provider=self.id, transient=True)
+        self.batches.append(list(texts))
+        vectors = [[float(len(t)), 1.0, 0.0] for t in texts]
+        return vectors[:-1] if self.short else vectors
+
+
+class OtherProvider(CountingProvider):
+    id = "other"
+    model = "other-3"
+
+
+def test_cache_hits_skip_the_provider(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    provider = CountingProvider()
+    embedder = Embedder(provider, cache=cache)
+    first = embedder.embed_documents(["alpha", "beta"])
+    again = Embedder(CountingProvider(), cache=cache)
+    second = again.embed_documents(["beta", "alpha", "gamma"])
+    assert again.provider.batches == [["gamma"]]  # type: ignore[attr-defined]
+    assert np.allclose(second[0], first[1]) and np.allclose(second[1], first[0])
+    assert cache.count() == 3
+    cache.close()
+
+
+def test_vectors_are_normalised_and_batched_by_bytes() -> None:
+    provider = CountingProvider()
+    vectors = Embedder(provider).embed_documents(["a" * 15, "b" * 15, "c" * 3])
+    assert provider.batches == [["a" * 15], ["b" * 15, "c" * 3]]
+    assert all(abs(float(np.linalg.norm(v)) - 1) < 1e-6 for v in vectors)
+
+
+def test_wrong_vector_count_is_an_error() -> None:
+    with pytest.raises(EmbeddingError, match="returned 1 vectors for 2 texts"):
+        Embedder(CountingProvider(short=True)).embed_documents(["a", "b"])
+
+
+def test_fallback_switch_is_recorded_and_changes_the_key() -> None:
+    primary = CountingProvider(fail=True)
+    embedder = Embedder(primary, fallback=OtherProvider)
+    key_before = embedder.provider_key
+    vector = embedder.embed_query("hello")
+    assert embedder.provider_id == "other"
+    assert embedder.fallback_event is not None
+    assert embedder.fallback_event.from_ == "count"
+    assert "429" in embedder.fallback_event.reason
+    assert embedder.provider_key != key_before == provider_key(primary)
+    assert vector.shape == (3,)
+
+
+def test_without_fallback_the_error_propagates() -> None:
+    with pytest.raises(EmbeddingError, match="quota"):
+        Embedder(CountingProvider(fail=True)).embed_documents(["x"])
+
+
+def test_cache_prunes_oldest(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "c.sqlite", max_entries=2)
+    for i in range(4):
+        cache.put_many("p", "m", "k", {f"h{i}": np.ones(3, dtype=np.float32)})
+    assert cache.count() == 2
+    cache.close()

@@ -1,0 +1,34 @@
+"""The public surface is deliberate: a change to it is a change to this test."""
+
+from __future__ import annotations
+
+import memory_router
+
+EXPECTED = [
+    "CATEGORIES", "Backend", "BackendContext", "BackendError", "BackendResult", "BackendSpec",
+    "BackendStatus", "BackendTimeout", "BackendUnavailable", "Category", "Chunk", "Config",
+    "ConfigError", "Document", "Embedder", "EmbeddingCache", "EmbeddingError", "EmbeddingProvider",
+    "Entry", "Fallback", "FileText", "Hit", "InvalidInput", "MemoryRouterError", "NotFound",
+    "PluginError", "Progress", "ProviderContext", "ProviderSpec", "Router", "RouterStatus",
+    "SearchRequest", "SearchResponse", "Secret", "Snapshot", "Source", "SyncReport", "Unsupported",
+    "__version__", "build_match_query", "extract_keywords", "get_plugin_manager", "hookimpl",
+    "load_config", "no_progress", "normalize", "parse_settings", "provider_key", "sha256_text",
+]
+
+
+def test_all_is_sorted_and_pinned() -> None:
+    def isort_style(name: str) -> tuple[int, str]:  # ruff RUF022: CONSTANTS, Classes, functions
+        return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+    assert memory_router.__all__ == sorted(memory_router.__all__, key=isort_style)
+    assert memory_router.__all__ == EXPECTED
+    for name in EXPECTED:
+        assert hasattr(memory_router, name), name
+
+
+def test_exception_tree() -> None:
+    m = memory_router
+    for cls in (m.ConfigError, m.PluginError, m.NotFound, m.InvalidInput, m.EmbeddingError, m.BackendError):
+        assert issubclass(cls, m.MemoryRouterError)
+    for cls in (m.BackendUnavailable, m.BackendTimeout, m.Unsupported):
+        assert issubclass(cls, m.BackendError)

@@ -1,0 +1,124 @@
+"""Shared shaping: decay, MMR, min score with keyword relaxation, limits, citations, budget."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memory_router import BackendResult, Hit, SearchRequest, load_config
+from memory_router._ranking import (
+    apply_decay,
+    citations_on,
+    clamp_budget,
+    dated_file,
+    is_evergreen,
+    jaccard,
+    mmr,
+    mmr_tokens,
+    shape,
+)
+
+
+def hit(path: str, score: float, snippet: str = "x", *, text: float | None = None, source: str = "memory") -> Hit:
+    return Hit(path=path, start_line=1, end_line=2, score=score, snippet=snippet,
+               source=source, backend="t", text_score=text)  # type: ignore[arg-type]
+
+
+def request(**kw: object) -> SearchRequest:
+    base: dict[str, object] = {"query": "q", "max_results": 6, "min_score": 0.35, "candidates": 24}
+    return SearchRequest(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_dated_file_names() -> None:
+    assert dated_file("memory/2026-01-31.md") == datetime(2026, 1, 31, tzinfo=UTC)
+    assert dated_file("memory/daily/2026-01-31-1430.md") == datetime(2026, 1, 31, tzinfo=UTC)
+    assert dated_file("memory/2026-01-31-standup.md") is not None
+    assert dated_file("memory/2026-02-30.md") is None
+    assert dated_file("notes/2026-01-31.md") is None
+    assert is_evergreen("MEMORY.md", "memory")
+    assert is_evergreen("memory/projects/x.md", "memory")
+    assert not is_evergreen("memory/2026-01-31.md", "memory")
+
+
+def test_decay_halves_at_half_life(tmp_path: Path) -> None:
+    config = load_config(None, environ={}, overrides={"workspace": str(tmp_path)})
+    now = datetime(2026, 3, 2, tzinfo=UTC).timestamp()
+    out = apply_decay([hit("memory/2026-01-31.md", 1.0), hit("MEMORY.md", 1.0)], config, now=now)
+    assert out[0].score == pytest.approx(0.5)
+    assert out[1].score == 1.0
+
+
+def test_decay_uses_mtime_for_other_files(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("x")
+    ninety_days = time.time() - 90 * 86400
+    os.utime(notes, (ninety_days, ninety_days))
+    config = load_config(None, environ={}, overrides={"workspace": str(tmp_path)})
+    (out,) = apply_decay([hit("notes.md", 1.0)], config)
+    assert out.score == pytest.approx(0.125, rel=1e-3)
+    (missing,) = apply_decay([hit("sessions/a.jsonl", 0.8, source="sessions")], config)
+    assert missing.score == 0.8
+
+
+def test_mmr_demotes_near_duplicates() -> None:
+    a = hit("a.md", 1.0, "deploy the billing service friday")
+    b = hit("b.md", 0.95, "deploy the billing service friday evening")
+    c = hit("c.md", 0.9, "the client prefers blue over green")
+    assert [h.path for h in mmr([a, b, c], 0.5)] == ["a.md", "c.md", "b.md"]
+    assert [h.path for h in mmr([a, b, c], 1.0)] == ["a.md", "b.md", "c.md"]
+    assert [h.score for h in mmr([a, b, c], 0.5)] == [1.0, 0.9, 0.95]
+
+
+def test_mmr_tokens_cjk_and_jaccard() -> None:
+    assert {"会", "议", "会议", "abc"} <= mmr_tokens("ABC 会议")
+    assert jaccard(frozenset(), frozenset()) == 1.0
+    assert jaccard(frozenset({"a"}), frozenset()) == 0.0
+
+
+def test_min_score_relaxes_to_keyword_hits() -> None:
+    config = load_config(None, environ={}, overrides={"citations": "off"})
+    result = BackendResult(
+        hits=(hit("kw.md", 0.3, text=1.0), hit("vec.md", 0.32)), mode="hybrid", relaxed_min_score=0.3
+    )
+    assert [h.path for h in shape(result, request(), config)] == ["kw.md"]
+    strict = BackendResult(hits=result.hits, mode="hybrid", relaxed_min_score=None)
+    assert shape(strict, request(), config) == []
+
+
+def test_max_results_and_snippet_cap() -> None:
+    config = load_config(None, environ={}, overrides={"citations": "off", "query": {"max_snippet_chars": 5}})
+    result = BackendResult(hits=tuple(hit(f"{i}.md", 0.9 - i / 100, "abcdefghij") for i in range(10)), mode="m")
+    shaped = shape(result, request(max_results=3), config)
+    assert [h.path for h in shaped] == ["0.md", "1.md", "2.md"]
+    assert all(h.snippet == "abcde" for h in shaped)
+
+
+def test_citations_auto_depends_on_chat_kind() -> None:
+    assert citations_on("auto", None)
+    assert citations_on("auto", "agent:main:cli:direct:memory-search")
+    assert not citations_on("auto", "agent:main:discord:channel:123")
+    assert not citations_on("auto", "agent:main:telegram:group:9")
+    assert citations_on("on", "agent:main:x:group:1")
+    assert not citations_on("off", None)
+
+
+def test_injection_budget_truncates_first_overflow_then_stops() -> None:
+    hits = [hit("a.md", 1, "a" * 30), hit("b.md", 0.9, "b" * 30), hit("c.md", 0.8, "c")]
+    out = clamp_budget(hits, 40)
+    assert [h.snippet for h in out] == ["a" * 30, "b" * 10]
+
+
+def test_decay_is_a_factor_not_a_filter(tmp_path: Path) -> None:
+    config = load_config(None, environ={}, overrides={
+        "workspace": str(tmp_path), "citations": "off",
+        "query": {"temporal_decay": {"enabled": True}, "min_score": 0.0}})
+    old = hit("memory/2020-01-01.md", 0.9, text=1.0)
+    new = hit(f"memory/{datetime.now(UTC):%Y-%m-%d}.md", 0.5, text=1.0)
+    shaped = shape(BackendResult(hits=(old, new), mode="m"), request(min_score=0.0), config)
+    assert [h.path for h in shaped] == [new.path, old.path]
+    assert shaped[1].score == pytest.approx(0.9 * math.exp(-math.log(2) / 30 * ((time.time() - datetime(2020, 1, 1, tzinfo=UTC).timestamp()) / 86400)), rel=1e-3)
