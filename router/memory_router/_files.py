@@ -1,1 +1,163 @@
-"""Placeholder: being implemented."""
+"""Allow-listed reads of memory files: the ``memory_get`` tool (reference §1.13).
+
+A path is readable when all of these hold:
+
+* it is a relative path (``/abs`` and ``~`` tricks are refused), with no NUL byte, and
+  ends in ``.md``; backslashes count as separators;
+* once ``..`` parts are resolved it is a memory path inside the workspace
+  (``MEMORY.md``, ``memory.md``, ``DREAMS.md``, ``memory/…``), the entries journal, inside
+  a configured extra-paths directory, or exactly a configured extra ``.md`` file (extra
+  paths outside the workspace are written ``../…``, as search results show them);
+* no part of it below the allowed root is a symbolic link, the root itself is not a link
+  (for extra paths), and the file is a regular file.
+
+A missing file reads as ``""``. Every refusal is :class:`InvalidInput` with ``key="path"``.
+Session transcripts (``sessions/*.jsonl``) are search results but are not readable here.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from ._config import Config
+from ._discovery import is_memory_path, relative_path
+from ._exceptions import InvalidInput
+from ._types import FileText
+
+_MAX_BYTES = 64 * 1024 * 1024  # refuse to load absurdly large files into memory
+
+
+def _refuse(path: str, why: str) -> InvalidInput:
+    return InvalidInput(
+        f"cannot read {path!r}: {why}",
+        key="path",
+        hint="memory_get reads MEMORY.md, memory.md, DREAMS.md, memory/**/*.md and extra paths",
+    )
+
+
+def _normalize(path: object) -> str:
+    """The request as a clean relative POSIX path, or :class:`InvalidInput`."""
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidInput("path is required", key="path")
+    if "\x00" in path:
+        raise _refuse(path.replace("\x00", "\\0"), "NUL byte in path")
+    clean = path.strip().replace("\\", "/")
+    if clean.startswith("/") or os.path.isabs(clean) or clean.startswith("~"):
+        raise _refuse(path, "absolute paths are not accepted; use a workspace-relative path")
+    if clean.startswith("sessions/") or ".jsonl" in clean:
+        raise _refuse(path, "session transcripts are searchable but not readable with get")
+    if not clean.endswith(".md"):
+        raise _refuse(path, "only Markdown (.md) memory files can be read")
+    return os.path.normpath(clean).replace(os.sep, "/")
+
+
+def _inside(root: str, target: str) -> bool:
+    return target == root or target.startswith(root.rstrip("/") + "/")
+
+
+def _allowed_root(config: Config, rel: str, target: str) -> str | None:
+    """The directory the walk for links starts from, or None when ``target`` is not allowed.
+
+    For a workspace memory file that is the workspace; for an extra path, the extra path's
+    parent (so the extra path itself must not be a link).
+    """
+    workspace = str(config.workspace_path)
+    journal = os.path.normpath(config.workspace_path / config.entries.path)
+    if _inside(workspace, target) and (is_memory_path(rel) or target == journal):
+        return workspace
+    for extra in config.extra_paths:
+        root = str(config.expand(extra))
+        info = _lstat(root)
+        if info is None or stat.S_ISLNK(info.st_mode):
+            continue
+        if stat.S_ISDIR(info.st_mode) and _inside(root, target) and target != root:
+            return os.path.dirname(root)
+        if stat.S_ISREG(info.st_mode) and target == root and root.endswith(".md"):
+            return os.path.dirname(root)
+    return None
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+def _check_no_links(root: str, target: str, shown: str) -> bool:
+    """Refuse a link anywhere from ``root`` (exclusive) down to ``target``.
+
+    Returns False when some part does not exist (the file is missing).
+    """
+    current = root
+    for part in os.path.relpath(target, root).split(os.sep):
+        current = os.path.join(current, part)
+        info = _lstat(current)
+        if info is None:
+            return False
+        if stat.S_ISLNK(info.st_mode):
+            raise _refuse(shown, "symbolic links are not followed")
+    return True
+
+
+def _read_regular(target: str, shown: str) -> str:
+    """Read a regular file without following a link swapped in since the check."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(target, flags)
+    except FileNotFoundError:
+        return ""
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _refuse(shown, "symbolic links are not followed") from None
+        raise _refuse(shown, error.strerror or "unreadable") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_BYTES:
+        os.close(fd)
+        too_big = stat.S_ISREG(info.st_mode)
+        raise _refuse(shown, "too large" if too_big else "not a regular file")
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read().decode("utf-8", errors="replace")
+
+
+def _slice(text: str, from_line: int | None, lines: int | None) -> str:
+    if from_line is None and lines is None:
+        return text
+    start = (from_line or 1) - 1
+    all_lines = text.split("\n")
+    end = len(all_lines) if lines is None else start + lines
+    return "\n".join(all_lines[start:end])
+
+
+def _check_line_arg(value: int | None, key: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(f"{key} must be a whole number of at least 1, not {value!r}", key=key)
+
+
+def read_memory_file(
+    config: Config, path: str, *, from_line: int | None = None, lines: int | None = None
+) -> FileText:
+    """Read a memory file, or ``lines`` lines of it starting at 1-based ``from_line``.
+
+    See the module docstring for what is allowed. A missing file gives ``text=""``.
+    Raises :class:`InvalidInput` (``key`` ``"path"``, ``"from_line"`` or ``"lines"``).
+    """
+    _check_line_arg(from_line, "from_line")
+    _check_line_arg(lines, "lines")
+    rel = _normalize(path)
+    target = os.path.normpath(config.workspace_path / rel)
+    shown = relative_path(config.workspace_path, Path(target))
+    root = _allowed_root(config, shown, target)
+    if root is None:
+        raise _refuse(path, "not a memory file (MEMORY.md, memory/…, or a configured extra path)")
+    if not _check_no_links(root, target, path):
+        return FileText(path=shown, text="", from_line=from_line or 1, lines=lines)
+    text = _read_regular(target, path)
+    return FileText(
+        path=shown, text=_slice(text, from_line, lines), from_line=from_line or 1, lines=lines
+    )

@@ -77,8 +77,9 @@ def load_document(doc: Document, config: Config, model: str) -> tuple[str, list[
     """Read and chunk one document according to its kind."""
     tokens, overlap = config.chunking.tokens, config.chunking.overlap
     if doc.kind == "journal":
-        entries = _journal.read_journal(Path(doc.abs_path))
-        return _journal.journal_text(entries), _journal.entry_chunks(doc.path, entries, model=model)
+        items = _journal.read_items(Path(doc.abs_path))
+        text = _journal.journal_text([item.entry for item in items])
+        return text, _journal.entry_chunks(doc.path, items, model=model)
     if doc.kind == "session":
         session = _sessions.build_session_entry(Path(doc.abs_path))
         raw = _chunking.chunk_markdown(session.content, tokens=tokens, overlap=overlap)

@@ -11,7 +11,7 @@ EXPECTED = [
     "Entry", "Fallback", "FileText", "Hit", "InvalidInput", "MemoryRouterError", "NotFound",
     "PluginError", "Progress", "ProviderContext", "ProviderSpec", "Router", "RouterStatus",
     "SearchRequest", "SearchResponse", "Secret", "Snapshot", "Source", "SyncReport", "Unsupported",
-    "__version__", "build_match_query", "extract_keywords", "get_plugin_manager", "hookimpl",
+    "__version__", "bm25_to_score", "build_match_query", "build_or_query", "extract_keywords", "get_plugin_manager", "hookimpl",
     "load_config", "no_progress", "normalize", "parse_settings", "provider_key", "sha256_text",
 ]
 
