@@ -29,7 +29,7 @@ from ._exceptions import (
     PluginError,
     Unsupported,
 )
-from ._keywords import build_match_query, extract_keywords
+from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
 from ._plugins import get_plugin_manager
 from ._providers import ProviderContext, ProviderSpec
 from ._router import Router
@@ -98,7 +98,9 @@ __all__ = [
     "SyncReport",
     "Unsupported",
     "__version__",
+    "bm25_to_score",
     "build_match_query",
+    "build_or_query",
     "extract_keywords",
     "get_plugin_manager",
     "hookimpl",

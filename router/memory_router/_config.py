@@ -119,7 +119,6 @@ class SyncConfig:
 
     on_search: bool = True
     on_session_start: bool = True
-    watch: bool = True
     watch_debounce_ms: int = 1500
     interval_minutes: float = 0
     sessions: SessionSyncConfig = field(default_factory=SessionSyncConfig)

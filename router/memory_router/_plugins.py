@@ -62,18 +62,15 @@ def get_plugin_manager(
 
 
 def _load_entrypoints(pm: pluggy.PluginManager, names: set[str] | None) -> None:
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group=GROUP):
-        if names is not None and ep.name not in names:
-            continue
-        if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
-            continue
-        try:
-            plugin = ep.load()
-        except ImportError as error:
-            raise PluginError(f"plugin {ep.name!r} failed to load: {error}") from None
-        pm.register(plugin, name=ep.name)
+    """Load the group's entry points (only ``names`` when given), recording their dists."""
+    try:
+        if names is None:
+            pm.load_setuptools_entrypoints(GROUP)
+        else:
+            for name in sorted(names):
+                pm.load_setuptools_entrypoints(GROUP, name=name)
+    except ImportError as error:
+        raise PluginError(f"a memory_router plugin failed to load: {error}") from None
 
 
 def _collect(kind: str, calls: Any, name_of: Any) -> dict[str, Any]:
@@ -118,7 +115,8 @@ def plugin_list(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
             {
                 "name": name,
                 "hooks": hooks,
-                "version": getattr(dist, "version", None) if dist else None,
+                "distribution": dist.project_name if dist else None,
+                "version": dist.version if dist else None,
             }
         )
     return rows

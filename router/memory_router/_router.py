@@ -79,6 +79,7 @@ class Router:
         self._cache: EmbeddingCache | None = None
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memory-router")
         self._dirty = True
+        self._sessions: set[str] = set()
         self.last_fallback: Fallback | None = None
         self._closed = False
 
@@ -296,7 +297,7 @@ class Router:
             return self._response(
                 query, (), backend=self.config.router.chain[0], mode="empty", timings=timings
             )
-        if self._dirty and self.config.sync.on_search:
+        if self._needs_sync(session_key):
             self.sync()
             timings["sync_ms"] = (time.perf_counter() - started) * 1000
         request = SearchRequest(
@@ -341,6 +342,14 @@ class Router:
         raise BackendUnavailable(
             f"no backend could answer ({reasons})", backend=self.config.router.chain[-1]
         )
+
+    def _needs_sync(self, session_key: str | None) -> bool:
+        """Reconcile before searching: when dirty (``on_search``) or for a new session."""
+        new_session = bool(session_key) and session_key not in self._sessions
+        if session_key:
+            self._sessions.add(session_key)
+        sync = self.config.sync
+        return (self._dirty and sync.on_search) or (new_session and sync.on_session_start)
 
     def _fail(self, name: str, reason: str) -> Fallback:
         event = Fallback(from_=name, reason=reason, at=datetime.now(UTC))

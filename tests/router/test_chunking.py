@@ -8,6 +8,7 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from memory_router._chunking import (
     RawChunk,
     chunk_id,

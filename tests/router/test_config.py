@@ -20,7 +20,12 @@ def test_defaults_equal_openclaw() -> None:
     assert (c.chunking.tokens, c.chunking.overlap) == (400, 80)
     assert (c.query.max_results, c.query.min_score) == (6, 0.35)
     h = c.query.hybrid
-    assert (h.enabled, h.vector_weight, h.text_weight, h.candidate_multiplier) == (True, 0.7, 0.3, 4)
+    assert (h.enabled, h.vector_weight, h.text_weight, h.candidate_multiplier) == (
+        True,
+        0.7,
+        0.3,
+        4,
+    )
     assert (c.query.temporal_decay.enabled, c.query.temporal_decay.half_life_days) == (False, 30)
     assert (c.query.mmr.enabled, c.query.mmr.lambda_) == (False, 0.7)
     assert (c.query.max_snippet_chars, c.query.max_injected_chars) == (700, 4000)
@@ -68,7 +73,10 @@ def test_missing_explicit_file() -> None:
 
 def test_env_overrides_and_their_errors(tmp_path: Path) -> None:
     path = write(tmp_path, "[query]\nmax_results = 3\n")
-    env = {"MEMORY_ROUTER_QUERY__MAX_RESULTS": "9", "MEMORY_ROUTER_ROUTER__CHAIN": '["qmd", "sqlite"]'}
+    env = {
+        "MEMORY_ROUTER_QUERY__MAX_RESULTS": "9",
+        "MEMORY_ROUTER_ROUTER__CHAIN": '["qmd", "sqlite"]',
+    }
     config = load_config(path, environ=env)
     assert config.query.max_results == 9
     assert config.router.chain == ("qmd", "sqlite")
@@ -101,11 +109,17 @@ def test_secrets_by_indirection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert "sk-test" not in repr(key)
     assert key.describe() == "env MY_KEY"
     with pytest.raises(ConfigError, match="exactly one"):
-        load_config(write(tmp_path, '[embedding.remote]\napi_key = { env = "A", file = "/b" }\n'), environ={})
+        load_config(
+            write(tmp_path, '[embedding.remote]\napi_key = { env = "A", file = "/b" }\n'),
+            environ={},
+        )
 
 
 def test_values_are_clamped_like_openclaw(tmp_path: Path) -> None:
-    text = "[chunking]\ntokens = 10\noverlap = 50\n[query.hybrid]\nvector_weight = 3\ntext_weight = 1\ncandidate_multiplier = 99\n"
+    text = (
+        "[chunking]\ntokens = 10\noverlap = 50\n"
+        "[query.hybrid]\nvector_weight = 3\ntext_weight = 1\ncandidate_multiplier = 99\n"
+    )
     config = load_config(write(tmp_path, text), environ={})
     assert config.chunking.overlap == 9
     assert config.query.hybrid.vector_weight == pytest.approx(0.5)
@@ -118,7 +132,9 @@ def test_bad_agent_id(tmp_path: Path) -> None:
 
 
 def test_overrides_win(tmp_path: Path) -> None:
-    config = load_config(None, environ={}, overrides={"query": {"max_results": 2}, "workspace": str(tmp_path)})
+    config = load_config(
+        None, environ={}, overrides={"query": {"max_results": 2}, "workspace": str(tmp_path)}
+    )
     assert isinstance(config, Config)
     assert config.query.max_results == 2
     assert config.workspace_path == tmp_path

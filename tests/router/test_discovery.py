@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from memory_router import Config
 from memory_router._config import EntriesConfig
 from memory_router._discovery import (

@@ -42,7 +42,8 @@ def test_cache_hits_skip_the_provider(tmp_path: Path) -> None:
     again = Embedder(CountingProvider(), cache=cache)
     second = again.embed_documents(["beta", "alpha", "gamma"])
     assert again.provider.batches == [["gamma"]]  # type: ignore[attr-defined]
-    assert np.allclose(second[0], first[1]) and np.allclose(second[1], first[0])
+    assert np.allclose(second[0], first[1])
+    assert np.allclose(second[1], first[0])
     assert cache.count() == 3
     cache.close()
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from memory_router import Config, InvalidInput
 from memory_router._config import EntriesConfig
 from memory_router._files import read_memory_file

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from memory_router import CATEGORIES, Config, Entry, InvalidInput, NotFound
 from memory_router._discovery import discover_documents
 from memory_router._files import read_memory_file

@@ -5,14 +5,57 @@ from __future__ import annotations
 import memory_router
 
 EXPECTED = [
-    "CATEGORIES", "Backend", "BackendContext", "BackendError", "BackendResult", "BackendSpec",
-    "BackendStatus", "BackendTimeout", "BackendUnavailable", "Category", "Chunk", "Config",
-    "ConfigError", "Document", "Embedder", "EmbeddingCache", "EmbeddingError", "EmbeddingProvider",
-    "Entry", "Fallback", "FileText", "Hit", "InvalidInput", "MemoryRouterError", "NotFound",
-    "PluginError", "Progress", "ProviderContext", "ProviderSpec", "Router", "RouterStatus",
-    "SearchRequest", "SearchResponse", "Secret", "Snapshot", "Source", "SyncReport", "Unsupported",
-    "__version__", "bm25_to_score", "build_match_query", "build_or_query", "extract_keywords", "get_plugin_manager", "hookimpl",
-    "load_config", "no_progress", "normalize", "parse_settings", "provider_key", "sha256_text",
+    "CATEGORIES",
+    "Backend",
+    "BackendContext",
+    "BackendError",
+    "BackendResult",
+    "BackendSpec",
+    "BackendStatus",
+    "BackendTimeout",
+    "BackendUnavailable",
+    "Category",
+    "Chunk",
+    "Config",
+    "ConfigError",
+    "Document",
+    "Embedder",
+    "EmbeddingCache",
+    "EmbeddingError",
+    "EmbeddingProvider",
+    "Entry",
+    "Fallback",
+    "FileText",
+    "Hit",
+    "InvalidInput",
+    "MemoryRouterError",
+    "NotFound",
+    "PluginError",
+    "Progress",
+    "ProviderContext",
+    "ProviderSpec",
+    "Router",
+    "RouterStatus",
+    "SearchRequest",
+    "SearchResponse",
+    "Secret",
+    "Snapshot",
+    "Source",
+    "SyncReport",
+    "Unsupported",
+    "__version__",
+    "bm25_to_score",
+    "build_match_query",
+    "build_or_query",
+    "extract_keywords",
+    "get_plugin_manager",
+    "hookimpl",
+    "load_config",
+    "no_progress",
+    "normalize",
+    "parse_settings",
+    "provider_key",
+    "sha256_text",
 ]
 
 
@@ -28,7 +71,14 @@ def test_all_is_sorted_and_pinned() -> None:
 
 def test_exception_tree() -> None:
     m = memory_router
-    for cls in (m.ConfigError, m.PluginError, m.NotFound, m.InvalidInput, m.EmbeddingError, m.BackendError):
+    for cls in (
+        m.ConfigError,
+        m.PluginError,
+        m.NotFound,
+        m.InvalidInput,
+        m.EmbeddingError,
+        m.BackendError,
+    ):
         assert issubclass(cls, m.MemoryRouterError)
     for cls in (m.BackendUnavailable, m.BackendTimeout, m.Unsupported):
         assert issubclass(cls, m.BackendError)

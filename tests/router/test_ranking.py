@@ -24,9 +24,24 @@ from memory_router._ranking import (
 )
 
 
-def hit(path: str, score: float, snippet: str = "x", *, text: float | None = None, source: str = "memory") -> Hit:
-    return Hit(path=path, start_line=1, end_line=2, score=score, snippet=snippet,
-               source=source, backend="t", text_score=text)  # type: ignore[arg-type]
+def hit(
+    path: str,
+    score: float,
+    snippet: str = "x",
+    *,
+    text: float | None = None,
+    source: str = "memory",
+) -> Hit:
+    return Hit(
+        path=path,
+        start_line=1,
+        end_line=2,
+        score=score,
+        snippet=snippet,
+        source=source,
+        backend="t",
+        text_score=text,
+    )  # type: ignore[arg-type]
 
 
 def request(**kw: object) -> SearchRequest:
@@ -83,7 +98,9 @@ def test_mmr_tokens_cjk_and_jaccard() -> None:
 def test_min_score_relaxes_to_keyword_hits() -> None:
     config = load_config(None, environ={}, overrides={"citations": "off"})
     result = BackendResult(
-        hits=(hit("kw.md", 0.3, text=1.0), hit("vec.md", 0.32)), mode="hybrid", relaxed_min_score=0.3
+        hits=(hit("kw.md", 0.3, text=1.0), hit("vec.md", 0.32)),
+        mode="hybrid",
+        relaxed_min_score=0.3,
     )
     assert [h.path for h in shape(result, request(), config)] == ["kw.md"]
     strict = BackendResult(hits=result.hits, mode="hybrid", relaxed_min_score=None)
@@ -91,8 +108,12 @@ def test_min_score_relaxes_to_keyword_hits() -> None:
 
 
 def test_max_results_and_snippet_cap() -> None:
-    config = load_config(None, environ={}, overrides={"citations": "off", "query": {"max_snippet_chars": 5}})
-    result = BackendResult(hits=tuple(hit(f"{i}.md", 0.9 - i / 100, "abcdefghij") for i in range(10)), mode="m")
+    config = load_config(
+        None, environ={}, overrides={"citations": "off", "query": {"max_snippet_chars": 5}}
+    )
+    result = BackendResult(
+        hits=tuple(hit(f"{i}.md", 0.9 - i / 100, "abcdefghij") for i in range(10)), mode="m"
+    )
     shaped = shape(result, request(max_results=3), config)
     assert [h.path for h in shaped] == ["0.md", "1.md", "2.md"]
     assert all(h.snippet == "abcde" for h in shaped)
@@ -114,11 +135,25 @@ def test_injection_budget_truncates_first_overflow_then_stops() -> None:
 
 
 def test_decay_is_a_factor_not_a_filter(tmp_path: Path) -> None:
-    config = load_config(None, environ={}, overrides={
-        "workspace": str(tmp_path), "citations": "off",
-        "query": {"temporal_decay": {"enabled": True}, "min_score": 0.0}})
+    config = load_config(
+        None,
+        environ={},
+        overrides={
+            "workspace": str(tmp_path),
+            "citations": "off",
+            "query": {"temporal_decay": {"enabled": True}, "min_score": 0.0},
+        },
+    )
     old = hit("memory/2020-01-01.md", 0.9, text=1.0)
     new = hit(f"memory/{datetime.now(UTC):%Y-%m-%d}.md", 0.5, text=1.0)
     shaped = shape(BackendResult(hits=(old, new), mode="m"), request(min_score=0.0), config)
     assert [h.path for h in shaped] == [new.path, old.path]
-    assert shaped[1].score == pytest.approx(0.9 * math.exp(-math.log(2) / 30 * ((time.time() - datetime(2020, 1, 1, tzinfo=UTC).timestamp()) / 86400)), rel=1e-3)
+    assert shaped[1].score == pytest.approx(
+        0.9
+        * math.exp(
+            -math.log(2)
+            / 30
+            * ((time.time() - datetime(2020, 1, 1, tzinfo=UTC).timestamp()) / 86400)
+        ),
+        rel=1e-3,
+    )

@@ -45,13 +45,22 @@ class ScanBackend(Backend):
     def search(self, request: SearchRequest) -> BackendResult:
         words = request.query.lower().split()
         hits = [
-            Hit(path=c.path, start_line=c.start_line, end_line=c.end_line, snippet=c.text,
-                source=c.source, backend=self.name, text_score=1.0,
-                score=sum(w in c.text.lower() for w in words) / len(words))
+            Hit(
+                path=c.path,
+                start_line=c.start_line,
+                end_line=c.end_line,
+                snippet=c.text,
+                source=c.source,
+                backend=self.name,
+                text_score=1.0,
+                score=sum(w in c.text.lower() for w in words) / len(words),
+            )
             for c in self.chunks
         ]
         hits = sorted((h for h in hits if h.score > 0), key=lambda h: -h.score)
-        return BackendResult(hits=tuple(hits[: request.candidates]), mode="scan", relaxed_min_score=0.0)
+        return BackendResult(
+            hits=tuple(hits[: request.candidates]), mode="scan", relaxed_min_score=0.0
+        )
 
     def status(self, *, deep: bool = False) -> BackendStatus:
         return BackendStatus(name=self.name, available=True, chunks=len(self.chunks))
@@ -133,13 +142,17 @@ def test_fallback_records_reason_when_first_backend_raises(tmp_path: Path, switc
     assert response.fallback.from_ == "flaky"
     assert "index exploded" in response.fallback.reason
     assert response.to_dict()["fallback"]["from"] == "flaky"
-    assert status.last_fallback is not None and status.last_fallback.from_ == "flaky"
+    assert status.last_fallback is not None
+    assert status.last_fallback.from_ == "flaky"
     assert status.breakers["flaky"].failures == 1
 
 
 def test_fail_closed_policy_raises_instead_of_falling_back(tmp_path: Path, switch: Switch) -> None:
     switch.mode = "crash"
-    with make_router(tmp_path, fallback="none") as router, pytest.raises(BackendUnavailable) as info:
+    with (
+        make_router(tmp_path, fallback="none") as router,
+        pytest.raises(BackendUnavailable) as info,
+    ):
         router.search("blue")
     assert "fallback is off" in info.value.message
     assert "exit 139" in info.value.message
@@ -175,9 +188,9 @@ def test_hanging_backend_times_out_and_next_answers(tmp_path: Path, switch: Swit
 
 def test_all_backends_failing_is_one_clear_error(tmp_path: Path, switch: Switch) -> None:
     switch.mode = "raise"
-    with make_router(tmp_path, chain=["flaky", "flaky2"]) as router:
-        with pytest.raises(BackendUnavailable, match="no backend could answer") as info:
-            router.search("blue")
+    router = make_router(tmp_path, chain=["flaky", "flaky2"])
+    with router, pytest.raises(BackendUnavailable, match="no backend could answer") as info:
+        router.search("blue")
     assert "flaky: RuntimeError: index exploded" in info.value.message
     assert "flaky2: RuntimeError: index exploded" in info.value.message
 
@@ -195,7 +208,9 @@ def test_store_marks_dirty_and_next_search_syncs(tmp_path: Path, switch: Switch)
         router.search("blue")
         scan = router.backend("flaky")
         before = scan.syncs  # type: ignore[attr-defined]
-        entry = router.store("Prefers tea to coffee in the morning", importance=0.9, category="preference")
+        entry = router.store(
+            "Prefers tea to coffee in the morning", importance=0.9, category="preference"
+        )
         response = router.search("tea coffee morning")
         assert scan.syncs == before + 1  # type: ignore[attr-defined]
         assert response.results[0].path == "memory/entries.md"
@@ -213,8 +228,12 @@ def test_unknown_backend_in_chain_is_a_config_error(tmp_path: Path, switch: Swit
     assert info.value.key == "chain"
 
 
-def test_backend_table_for_a_backend_without_settings_is_rejected(tmp_path: Path, switch: Switch) -> None:
-    config = load_config(None, environ={}, overrides={"router": {"chain": ["scan"]}, "backends": {"scan": {"x": 1}}})
+def test_backend_table_for_a_backend_without_settings_is_rejected(
+    tmp_path: Path, switch: Switch
+) -> None:
+    config = load_config(
+        None, environ={}, overrides={"router": {"chain": ["scan"]}, "backends": {"scan": {"x": 1}}}
+    )
     with pytest.raises(ConfigError, match="takes no settings"):
         Router.from_config(config, plugins=[Plugin()])
 
@@ -226,3 +245,19 @@ def test_citations_and_budget_are_applied(tmp_path: Path, switch: Switch) -> Non
     # The file ends with a newline, so (as in OpenClaw) its chunk spans the empty line 3.
     assert hit.citation == "MEMORY.md#L1-L3"
     assert hit.snippet.endswith("\n\nSource: MEMORY.md#L1-L3")
+
+
+def test_new_session_reconciles_even_when_on_search_is_off(tmp_path: Path, switch: Switch) -> None:
+    with make_router(tmp_path) as base:
+        config = base.config.replace(sync=base.config.sync.__class__(on_search=False))
+    router = Router.from_config(config, plugins=[Plugin()])
+    with router:
+        backend = router.backend("flaky")
+        router.search("blue")
+        assert backend.syncs == 0  # type: ignore[attr-defined]
+        router.search("blue", session_key="agent:main:cli:direct:a")
+        assert backend.syncs == 1  # type: ignore[attr-defined]
+        router.search("blue", session_key="agent:main:cli:direct:a")
+        assert backend.syncs == 1, "the same session does not sync again"  # type: ignore[attr-defined]
+        router.search("blue", session_key="agent:main:cli:direct:b")
+        assert backend.syncs == 2  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from memory_router._chunking import RawChunk, chunk_markdown
 from memory_router._sessions import (
     build_session_entry,

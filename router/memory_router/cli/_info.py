@@ -1,0 +1,104 @@
+"""``status`` and ``plugins``: what the router and the plugin manager know."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import click
+
+from memory_router import _plugins
+from memory_router._types import BackendStatus, RouterStatus
+
+from ._app import echo_json, state
+
+
+@click.command()
+@click.option("--deep", is_flag=True, help="Also probe: run a backend check and embed a query.")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole status as JSON.")
+@click.pass_context
+def status(ctx: click.Context, deep: bool, as_json: bool) -> None:
+    """Show backends, breakers, the embedding provider and source counts."""
+    result = state(ctx).router().status(deep=deep)
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    for line in status_lines(result):
+        click.echo(line)
+
+
+def status_lines(result: RouterStatus) -> Iterator[str]:
+    """The human status report, modelled on ``openclaw memory status``."""
+    yield f"Memory ({result.agent_id})"
+    yield f"Workspace: {result.workspace}"
+    yield f"Chain: {' → '.join(result.chain)} (fallback: {result.fallback_policy})"
+    counts = ", ".join(f"{n} {src}" for src, n in sorted(result.sources.items())) or "none"
+    yield f"Sources: {counts} file(s) on disk"
+    for backend in result.backends:
+        yield from _backend_lines(backend)
+    breakers = ", ".join(
+        f"{name} {b.state}" + (f" ({b.failures} failures)" if b.failures else "")
+        for name, b in result.breakers.items()
+    )
+    yield f"Breakers: {breakers or 'none'}"
+    last = result.last_fallback
+    yield (
+        f"Last fallback: {last.from_} at {last.at.isoformat(timespec='seconds')}: {last.reason}"
+        if last
+        else "Last fallback: none"
+    )
+    yield from _embedding_lines(result.embedding)
+
+
+def _backend_lines(backend: BackendStatus) -> Iterator[str]:
+    health = "available" if backend.available else "unavailable"
+    yield (f"Backend {backend.name}: {health} · {backend.files} files · {backend.chunks} chunks")
+    if backend.error:
+        yield f"  Error: {' '.join(backend.error.split())}"
+    for key, value in sorted(backend.details.items()):
+        yield f"  {key}: {_short(value)}"
+
+
+def _embedding_lines(info: Mapping[str, Any]) -> Iterator[str]:
+    if info.get("available") is False:
+        yield f"Embeddings: unavailable (requested {info.get('requested')}): {info.get('error')}"
+        return
+    provider = info.get("provider") or "none"
+    yield f"Embeddings: {provider} (requested: {info.get('requested')}) · mode {info.get('mode')}"
+    if info.get("model"):
+        yield f"  Model: {info['model']}"
+    if info.get("unavailable_reason"):
+        yield f"  Unavailable: {info['unavailable_reason']}"
+    fallback = info.get("fallback")
+    if isinstance(fallback, Mapping):
+        yield f"  Fallback: from {fallback.get('from')}: {fallback.get('reason')}"
+    if info.get("cache_entries") is not None:
+        yield f"  Cache: {info['cache_entries']} entries"
+    if info.get("probe") == "ok":
+        yield f"  Probe: ok ({info.get('dims')} dims, {float(info.get('latency_ms', 0)):.0f} ms)"
+    elif info.get("probe"):
+        yield f"  Probe: {info['probe']}: {info.get('error')}"
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the plugin list as JSON.")
+@click.pass_context
+def plugins(ctx: click.Context, as_json: bool) -> None:
+    """List loaded plugins, the hooks they implement, and the backends and providers they add."""
+    pm = state(ctx).pm
+    rows = _plugins.plugin_list(pm)
+    if as_json:
+        echo_json(rows)
+        return
+    for row in rows:
+        name = f"{row['name']} {row['version']}" if row["version"] else row["name"]
+        click.echo(f"{name}  {', '.join(row['hooks']) or '(no hooks)'}")
+    backends = _plugins.backend_specs(pm)
+    providers = _plugins.provider_specs(pm)
+    click.echo(f"Backends: {', '.join(sorted(backends)) or 'none'}")
+    click.echo(f"Embedding providers: {', '.join(sorted(providers)) or 'none'}")

@@ -1,0 +1,160 @@
+"""``index``, ``search`` and ``get``: building the index and reading from it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from memory_router import _types
+from memory_router._types import SearchResponse, SyncReport
+
+from ._app import EXIT_ERROR, echo_json, read_argument, state
+
+
+@click.command()
+@click.option("--force", is_flag=True, help="Rebuild every index from scratch.")
+@click.option(
+    "--backend",
+    "backends",
+    multiple=True,
+    metavar="NAME",
+    help="Sync this backend (repeatable; default: the chain's first, or all when standby is hot).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the sync reports as JSON.")
+@click.pass_context
+def index(ctx: click.Context, force: bool, backends: tuple[str, ...], as_json: bool) -> None:
+    """Bring the index in line with the workspace's Markdown files."""
+    router = state(ctx).router()
+    with progress_bar(enabled=not as_json) as progress:
+        reports = router.sync(force=force, backends=backends or None, progress=progress)
+    if as_json:
+        echo_json([r.to_dict() for r in reports])
+    else:
+        for report in reports:
+            click.echo(sync_summary(report))
+    failed = [(r.backend, e) for r in reports for e in r.errors]
+    for backend, error in failed:
+        click.echo(f"Error: {backend}: {' '.join(error.split())}", err=True)
+    if failed:
+        ctx.exit(EXIT_ERROR)
+
+
+def sync_summary(report: SyncReport) -> str:
+    """One line for a backend's sync: file counts, chunks, embeddings, time."""
+    line = (
+        f"{report.backend}: {report.added} added, {report.updated} updated, "
+        f"{report.removed} removed, {report.unchanged} unchanged · {report.chunks} chunks"
+    )
+    if report.embedded or report.cache_hits:
+        line += f" · {report.embedded} embedded, {report.cache_hits} from cache"
+    if report.full_rebuild:
+        line += " · full rebuild" + (f" ({report.reason})" if report.reason else "")
+    line += f" · {report.duration_ms / 1000:.1f} s"
+    if report.errors:
+        line += f" · {len(report.errors)} error(s)"
+    return line
+
+
+@contextmanager
+def progress_bar(*, enabled: bool) -> Iterator[_types.Progress]:
+    """A :class:`~memory_router.Progress` that draws a rich bar on stderr when it is a terminal."""
+    console = Console(stderr=True)
+    if not enabled or not console.is_terminal:
+        yield _types.no_progress
+        return
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("scanning", total=None)
+
+        def report(*, done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total or None, description=label)
+
+        yield report
+
+
+@click.command()
+@click.argument("query")
+@click.option("-n", "--max-results", type=click.IntRange(min=1), help="At most this many hits.")
+@click.option(
+    "--min-score", type=click.FloatRange(0.0, 1.0), help="Drop hits scoring below this (0–1)."
+)
+@click.option("--mode", help="A backend-specific search mode (e.g. qmd's query or vsearch).")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole response as JSON.")
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str,
+    max_results: int | None,
+    min_score: float | None,
+    mode: str | None,
+    as_json: bool,
+) -> None:
+    """Search memory for QUERY ('-' reads it from stdin)."""
+    router = state(ctx).router()
+    response = router.search(
+        read_argument(query),
+        max_results=max_results,
+        min_score=min_score,
+        mode=mode,
+        # OpenClaw's CLI session key: a direct chat, so citations=auto decorates hits.
+        session_key=f"agent:{router.config.agent_id}:cli:direct:memory-search",
+    )
+    if as_json:
+        echo_json(response.to_dict())
+    else:
+        print_response(response)
+
+
+def print_response(response: SearchResponse) -> None:
+    """Hits as ``<score> <path>:<start>-<end>``, the snippet and a blank line; then who answered."""
+    if not response.results:
+        click.echo("No matches.")
+    for hit in response.results:
+        click.echo(f"{hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}")
+        click.echo(hit.snippet.rstrip("\n"))
+        click.echo()
+    provider = (
+        f"{response.provider} {response.model}".strip() if response.provider else "keyword only"
+    )
+    click.echo(f"Answered by {response.backend} (mode {response.mode}, embeddings: {provider}).")
+    if response.fallback is not None:
+        click.echo(f"Fallback: {response.fallback.from_} failed: {response.fallback.reason}")
+    if response.provider_fallback is not None:
+        event = response.provider_fallback
+        click.echo(f"Embedding fallback: {event.from_} failed: {event.reason}")
+
+
+@click.command()
+@click.argument("path")
+@click.option(
+    "--from", "from_line", type=click.IntRange(min=1), help="First line to read (1-based)."
+)
+@click.option("--lines", type=click.IntRange(min=1), help="How many lines to read.")
+@click.option("--json", "as_json", is_flag=True, help="Print {path, text, from_line, lines}.")
+@click.pass_context
+def get(
+    ctx: click.Context, path: str, from_line: int | None, lines: int | None, as_json: bool
+) -> None:
+    """Print lines of a memory file (workspace-relative PATH, Markdown only)."""
+    text = state(ctx).router().get(path, from_line=from_line, lines=lines)
+    if as_json:
+        echo_json(text.to_dict())
+    else:
+        click.echo(text.text, nl=not text.text.endswith("\n") and bool(text.text))
