@@ -1,0 +1,290 @@
+"""The QMD backend: QMD (``@tobilu/qmd``) driven as a supervised sidecar.
+
+Queries go to a warm ``qmd mcp`` child (or, with ``use_mcp = false``, one-shot
+``qmd query`` calls); ``update`` and ``embed`` are one-shot calls run by the update cycle.
+Each agent has its own QMD state under the backend's state directory. See
+:mod:`._results` for how hits and scores are mapped and :mod:`._models` for modes.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+from memory_router import (
+    Backend,
+    BackendContext,
+    BackendError,
+    BackendResult,
+    BackendStatus,
+    BackendUnavailable,
+    InvalidInput,
+    MemoryRouterError,
+    Progress,
+    SearchRequest,
+    Snapshot,
+    SyncReport,
+    no_progress,
+)
+
+from . import _queries
+from ._collections import Collection, declared_names, ensure_config, managed_collections
+from ._export import export_sessions, load_line_maps
+from ._index import read_stats
+from ._locate import locate
+from ._mcp import McpSidecar
+from ._models import Preflight
+from ._process import QmdRunner
+from ._results import parse_items, to_hits
+from ._settings import MODES, QmdSettings
+from ._update import UpdateCycle
+
+
+class QmdBackend(Backend):
+    """Search through QMD; see the package docstring for the whole contract."""
+
+    def __init__(self, context: BackendContext) -> None:
+        super().__init__(context)
+        self.settings: QmdSettings = context.settings or QmdSettings()
+        self.command = locate(self.settings, backend=self.name)
+        self.runner = QmdRunner(
+            self.command,
+            index=self.settings.index,
+            state_dir=context.state_dir,
+            backend=self.name,
+            kill_grace_s=self.settings.kill_grace_s,
+        )
+        self.export_dir = context.state_dir / "sessions-export"
+        self.preflight = Preflight.check(self.settings.models)
+        self._collections: dict[str, Collection] = {}
+        self._line_maps = load_line_maps(self.export_dir)
+        self._lock = threading.Lock()
+        self._version: str | None = None
+        self.sidecar = McpSidecar(self.runner, start_timeout=self.settings.command_timeout_s)
+        self.cycle = UpdateCycle(
+            self.runner,
+            update_timeout=self.settings.update_timeout_s,
+            embed_timeout=self.settings.embed_timeout_s,
+            failure_backoff=self.settings.failure_backoff_s,
+            can_embed=lambda: self.preflight.usable("embed"),
+            prepare=self._prepare,
+        )
+        self._prepare(rewrite=False)
+        self.cycle.start(
+            interval=self.settings.update_interval_s, on_boot=self.settings.update_on_boot
+        )
+
+    # -- collections --------------------------------------------------------------------
+
+    def _prepare(self, *, rewrite: bool = True) -> None:
+        """Declare the managed collections and models in the index YAML (idempotent).
+
+        With ``rewrite=False`` (at start, which may be a search) an existing YAML is left
+        as it is, so a collection dropped from the config disappears only at the next
+        sync, never on the search path; searches use the collections the YAML declares.
+        """
+        collections = managed_collections(self.context.config, self.export_dir)
+        models = {
+            role: getattr(self.settings.models, role)
+            for role in ("embed", "generate", "rerank")
+            if self.preflight.usable(role)
+        }
+        path = self.runner.config_path
+        if rewrite or not path.is_file():
+            ensure_config(path, collections, models)
+        declared = declared_names(path)
+        with self._lock:
+            self._collections = {c.name: c for c in collections if c.name in declared}
+
+    # -- search -------------------------------------------------------------------------
+
+    def search(self, request: SearchRequest) -> BackendResult:
+        """Keyword, vector or hybrid search through QMD (see :mod:`._models`)."""
+        wanted = request.mode or self.settings.search_mode
+        if wanted not in MODES:
+            raise InvalidInput(
+                f"unknown QMD mode {wanted!r} (modes: {', '.join(MODES)})", key="mode"
+            )
+        mode, notes = self.effective_mode(wanted)
+        with self._lock:
+            collections = {
+                n: c
+                for n, c in self._collections.items()
+                if request.sources is None or c.source in request.sources
+            }
+        items = _queries.searches(mode, request.query)
+        if not collections or not items:
+            return BackendResult(hits=(), mode=mode, relaxed_min_score=0.0, notes=notes)
+        timeout = self.settings.timeout_for(mode)
+        if request.timeout is not None:
+            timeout = max(0.1, min(timeout, request.timeout))
+        raw = self._query(mode, request, items, sorted(collections), timeout)
+        hits = to_hits(
+            parse_items(raw, backend=self.name),
+            collections=collections,
+            workspace=self.context.config.workspace_path,
+            backend=self.name,
+            by_rank=mode != "query",
+            side={"search": "text", "vsearch": "vector"}.get(mode),
+            line_maps=self._line_maps,
+        )
+        return BackendResult(
+            hits=tuple(hits[: request.candidates]), mode=mode, relaxed_min_score=0.0, notes=notes
+        )
+
+    def effective_mode(self, wanted: str) -> tuple[str, tuple[str, ...]]:
+        """The mode that will run for ``wanted``, and notes on any degradation."""
+        mode, notes = self.preflight.effective(wanted)
+        if mode != "search" and not self._has_vectors():
+            notes = (*notes, f"qmd: {mode} mode unavailable (no vectors yet: embed has not run)")
+            mode = "search"
+        return mode, notes
+
+    def _has_vectors(self) -> bool:
+        return read_stats(self.runner.index_path).vectors > 0
+
+    def _query(
+        self,
+        mode: str,
+        request: SearchRequest,
+        items: list[dict[str, str]],
+        collections: list[str],
+        timeout: float,
+    ) -> Any:
+        expand = mode == "query" and self.preflight.usable("generate")
+        rerank = mode == "query"
+        if self.settings.use_mcp:
+            arguments: dict[str, Any] = {
+                "collections": collections,
+                "limit": request.candidates,
+                "rerank": rerank,
+            }
+            if expand:
+                arguments["query"] = _queries.vec_text(request.query)
+            else:
+                arguments["searches"] = items
+            result = self.sidecar.call_tool("query", arguments, timeout=timeout)
+            structured = result.get("structuredContent")
+            if not isinstance(structured, dict):
+                raise BackendError(
+                    "qmd mcp query answered without structuredContent", backend=self.name
+                )
+            return structured.get("results")
+        document = _queries.vec_text(request.query) if expand else _queries.typed_document(items)
+        args = ["query", "--format", "json", "-n", str(request.candidates)]
+        args += [] if rerank else ["--no-rerank"]
+        for name in collections:
+            args += ["-c", name]
+        output = self.runner.run([*args, "--", document], timeout=timeout).stdout
+        try:
+            return json.loads(output)
+        except ValueError:
+            # A broken install or runtime, not a bad query: take QMD out of service.
+            raise BackendUnavailable(
+                f"qmd query printed something that is not JSON: {output.strip()[:200]!r}",
+                backend=self.name,
+            ) from None
+
+    # -- sync ---------------------------------------------------------------------------
+
+    def sync(
+        self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
+    ) -> SyncReport:
+        """Export transcripts, declare collections, ``update``, then ``embed`` when possible.
+
+        Counts are QMD's own (``Indexed: …`` lines); ``chunks`` is the number of documents
+        QMD holds afterwards (QMD chunks only for vectors, and those are its own).
+
+        QMD indexes the Markdown itself (its chunks and vectors are its own), so the
+        snapshot's fingerprint does not apply; ``force`` re-embeds everything.
+        """
+        started = time.perf_counter()
+        progress(done=0, total=2, label="qmd update")
+        if snapshot.config.sessions_enabled:
+            export_sessions(snapshot, self.export_dir)
+            self._line_maps = load_line_maps(self.export_dir)
+        update, embed = self.cycle.run(force=True, embed_force=force)
+        progress(done=2, total=2, label="qmd embed")
+        errors = (embed.error,) if embed.status == "failed" and embed.error else ()
+        indexed = sum(read_stats(self.runner.index_path).documents.values())
+        return SyncReport(
+            backend=self.name,
+            added=update.counts.get("added", 0),
+            updated=update.counts.get("updated", 0),
+            removed=update.counts.get("removed", 0),
+            unchanged=update.counts.get("unchanged", 0),
+            chunks=indexed,
+            embedded=embed.counts.get("chunks", 0),
+            full_rebuild=force,
+            reason=f"embed {embed.status}",
+            duration_ms=(time.perf_counter() - started) * 1000,
+            errors=errors,
+        )
+
+    # -- status -------------------------------------------------------------------------
+
+    def status(self, *, deep: bool = False) -> BackendStatus:
+        """Documents, vectors, the update cycle, the sidecar and the effective mode."""
+        stats = read_stats(self.runner.index_path)
+        mode, notes = self.effective_mode(self.settings.search_mode)
+        details: dict[str, Any] = {
+            "command": list(self.command.argv),
+            "found_in": self.command.origin,
+            "index": self.settings.index,
+            "index_path": str(self.runner.index_path),
+            "config_path": str(self.runner.config_path),
+            "configured_mode": self.settings.search_mode,
+            "effective_mode": mode,
+            "mode_notes": list(notes),
+            "models": {r: p or "ok" for r, p in self.preflight.problems.items()},
+            "collections": self._collection_status(stats.documents),
+            "vectors": stats.vectors,
+            "last_update": self.cycle.last_update.to_dict() if self.cycle.last_update else None,
+            "last_embed": self.cycle.last_embed.to_dict() if self.cycle.last_embed else None,
+            "sidecar": {"enabled": self.settings.use_mcp, **self.sidecar.status()},
+        }
+        error = stats.error if stats.error != "no index yet" else None
+        if self.settings.use_mcp:
+            error = error or self.sidecar.down_reason()
+        if deep:
+            details["version"], version_error = self._probe_version()
+            error = error or version_error
+        files = sum(stats.documents.values())
+        return BackendStatus(
+            name=self.name,
+            available=error is None,
+            files=files,
+            chunks=files,
+            error=error,
+            details=details,
+        )
+
+    def _collection_status(self, documents: dict[str, int]) -> list[dict[str, Any]]:
+        with self._lock:
+            collections = list(self._collections.values())
+        return [
+            {
+                "name": c.name,
+                "path": str(c.path),
+                "pattern": c.pattern,
+                "source": c.source,
+                "documents": documents.get(c.name, 0),
+            }
+            for c in collections
+        ]
+
+    def _probe_version(self) -> tuple[str | None, str | None]:
+        if self._version is None:
+            try:
+                result = self.runner.run(["--version"], timeout=self.settings.command_timeout_s)
+            except MemoryRouterError as error:
+                return None, error.message
+            self._version = result.stdout.strip()
+        return self._version, None
+
+    def close(self) -> None:
+        """Stop the update cycle and the sidecar, killing any child still running."""
+        self.cycle.close()
+        self.sidecar.close()

@@ -1,0 +1,106 @@
+"""The sessions export: transcripts as Markdown files QMD can index (ref §3.5).
+
+Each transcript becomes ``<basename>.md``: ``# Session <basename>``, a blank line, then one
+``User: …``/``Assistant: …`` line per message (the snapshot's flattened text, redacted),
+or ``(empty)``. Hits in an export are mapped back to JSONL line numbers through a line
+map kept beside the exports (``.line-maps.json``; QMD skips dot files). The map is
+rebuilt here from the JSONL with the same message rules, and used only when it has
+exactly as many entries as the flattened text has lines; otherwise hits carry content
+line numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from memory_router import Snapshot
+
+HEADER_LINES = 2
+"""Lines before the first message line in an export (title and blank line)."""
+MAPS_FILE = ".line-maps.json"
+_ROLES = frozenset({"user", "assistant"})
+
+
+def session_markdown(name: str, text: str) -> str:
+    """A transcript as QMD indexes it: a title, a blank line, the message lines."""
+    return f"# Session {name}\n\n{text.strip() or '(empty)'}\n"
+
+
+def export_sessions(snapshot: Snapshot, export_dir: Path) -> int:
+    """Write every transcript of ``snapshot``; returns how many exports changed.
+
+    Unchanged exports are not rewritten (QMD would re-index them); exports of transcripts
+    that are gone are deleted — they are this backend's own derived files.
+    """
+    export_dir.mkdir(parents=True, exist_ok=True)
+    produced = {f"{Path(d.path).name}.md" for d in snapshot.documents if d.source == "sessions"}
+    maps: dict[str, list[int]] = {}
+    changed = 0
+    for doc in snapshot.documents:
+        if doc.source != "sessions":
+            continue
+        name = Path(doc.path).name
+        text = snapshot.text(doc)
+        target = export_dir / f"{name}.md"
+        content = session_markdown(name, text)
+        if not target.is_file() or target.read_text(encoding="utf-8") != content:
+            target.write_text(content, encoding="utf-8")
+            changed += 1
+        line_map = message_lines(Path(doc.abs_path))
+        if line_map and len(line_map) == len(text.strip().split("\n")):
+            maps[target.name] = line_map
+    for stale in export_dir.glob("*.md"):
+        if stale.name not in produced:
+            stale.unlink(missing_ok=True)
+    (export_dir / MAPS_FILE).write_text(json.dumps(maps), encoding="utf-8")
+    return changed
+
+
+def load_line_maps(export_dir: Path) -> dict[str, list[int]]:
+    """The line maps written by the last export (empty when there are none)."""
+    try:
+        data = json.loads((export_dir / MAPS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): [int(n) for n in v] for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def message_lines(path: Path) -> list[int]:
+    """1-based JSONL line numbers of the user/assistant messages that carry text."""
+    try:
+        raw = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return [n for n, line in enumerate(raw.split("\n"), start=1) if _has_text(_record(line))]
+
+
+def _record(line: str) -> dict[str, Any] | None:
+    if not line.strip():
+        return None
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _has_text(record: dict[str, Any] | None) -> bool:
+    message = record.get("message") if record else None
+    if record is None or record.get("type") != "message" or not isinstance(message, dict):
+        return False
+    if message.get("role") not in _ROLES:
+        return False
+    content = message.get("content")
+    if isinstance(content, str):
+        return bool(content.strip())
+    if not isinstance(content, list):
+        return False
+    return any(
+        isinstance(b, dict)
+        and b.get("type") == "text"
+        and isinstance(b.get("text"), str)
+        and b["text"].strip()
+        for b in content
+    )

@@ -1,0 +1,155 @@
+"""QMD hits → :class:`memory_router.Hit`: paths, line ranges and a 0–1 score.
+
+Paths: ``qmd://<collection>/<path>`` (CLI) or ``<collection>/<path>`` (MCP), a trailing
+``?index=<name>`` stripped, mapped through the managed collection to a workspace-relative
+path; hits of unknown collections are dropped. Lines come from the snippet's
+``@@ -<start>,<count>`` header, not from MCP's ``N:`` prefixes (off by two). Session
+exports map to content line numbers of the transcript (export line minus the header).
+
+Scores are normalised per mode. With ``rerank`` off (modes ``search`` and ``vsearch``)
+QMD returns fused rank positions (``1/rank``), which say nothing about relevance across
+queries, so the score is a gentle function of rank alone: ``1 / (1 + (rank-1)/10)``
+(rank 1 → 1.0, rank 10 → 0.53, rank 30 → 0.26). In ``query`` mode QMD's reranker blend
+is already in 0–1 and is kept (clipped). The router's relaxation floor is 0, so a
+keyword hit is never dropped only because QMD's scale differs from the builtin's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memory_router import BackendError, Hit
+
+from ._collections import Collection, workspace_path
+from ._export import HEADER_LINES
+
+_HEADER = re.compile(r"@@ -(\d+),(\d+) @@")
+_LINE_PREFIX = re.compile(r"^\d+: ?")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawHit:
+    """One QMD result before mapping: collection, collection-relative path, lines, text."""
+
+    collection: str
+    relpath: str
+    start_line: int
+    end_line: int
+    snippet: str
+    score: float
+
+
+def split_file(file: str) -> tuple[str, str]:
+    """``qmd://coll/a/b.md?index=x`` or ``coll/a/b.md`` → ``("coll", "a/b.md")``."""
+    if file.startswith("qmd://"):
+        file = file[len("qmd://") :]
+    file = re.sub(r"\?index=[^/]*$", "", file)
+    collection, _, relpath = file.partition("/")
+    return collection, relpath
+
+
+def parse_snippet(snippet: str, line: int) -> tuple[int, int, str]:
+    """``(start, end, text)`` from a snippet whose first line may be an ``@@`` header.
+
+    MCP prefixes every line with ``N: ``; those prefixes are dropped.
+    """
+    lines = snippet.split("\n")
+    if lines and _LINE_PREFIX.match(lines[0]) and all(_LINE_PREFIX.match(x) for x in lines if x):
+        lines = [_LINE_PREFIX.sub("", x, count=1) for x in lines]
+    header = _HEADER.search(lines[0]) if lines else None
+    if header is None:
+        body = "\n".join(lines).strip("\n")
+        return line, line + max(0, len(body.split("\n")) - 1), body
+    start, count = int(header[1]), int(header[2])
+    return start, start + max(1, count) - 1, "\n".join(lines[1:]).strip("\n")
+
+
+def parse_items(items: Any, *, backend: str) -> list[RawHit]:
+    """QMD's result list (CLI ``--format json`` or MCP ``structuredContent.results``)."""
+    if not isinstance(items, list):
+        raise BackendError(
+            f"qmd returned {type(items).__name__} where a list of results was expected",
+            backend=backend,
+        )
+    hits = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("file"), str):
+            raise BackendError(
+                f"qmd returned a malformed result: {str(item)[:200]}", backend=backend
+            )
+        collection, relpath = split_file(item["file"])
+        line = item["line"] if isinstance(item.get("line"), int) else 1
+        start, end, text = parse_snippet(str(item.get("snippet") or item.get("body") or ""), line)
+        score = item.get("score")
+        hits.append(
+            RawHit(
+                collection=collection,
+                relpath=relpath,
+                start_line=max(1, start),
+                end_line=max(1, start, end),
+                snippet=text,
+                score=float(score) if isinstance(score, int | float) else 0.0,
+            )
+        )
+    return hits
+
+
+def rank_score(rank: int) -> float:
+    """The score of the hit at 1-based ``rank`` when QMD's own score is only a position."""
+    return 1.0 / (1.0 + (rank - 1) / 10.0)
+
+
+def to_hits(
+    raw: Sequence[RawHit],
+    *,
+    collections: Mapping[str, Collection],
+    workspace: Path,
+    backend: str,
+    by_rank: bool,
+    side: str | None = None,
+    line_maps: Mapping[str, Sequence[int]] | None = None,
+) -> list[Hit]:
+    """Map raw hits to workspace hits, best first; unknown collections are dropped.
+
+    ``side`` (``"text"`` or ``"vector"``) also fills that half of the hybrid score, so
+    the router's keyword relaxation recognises keyword hits. ``line_maps`` maps a
+    session export's lines to its transcript's JSONL lines.
+    """
+    hits = []
+    for rank, item in enumerate(_known(raw, collections), start=1):
+        collection = collections[item.collection]
+        start, end = item.start_line, item.end_line
+        if collection.source == "sessions":
+            line_map = (line_maps or {}).get(item.relpath, [])
+            start, end = _transcript_line(start, line_map), _transcript_line(end, line_map)
+        score = rank_score(rank) if by_rank else min(1.0, max(0.0, item.score))
+        hits.append(
+            Hit(
+                path=workspace_path(collection, item.relpath, workspace),
+                start_line=start,
+                end_line=max(start, end),
+                score=score,
+                snippet=item.snippet,
+                source=collection.source,  # type: ignore[arg-type]
+                backend=backend,
+                text_score=score if side == "text" else None,
+                vector_score=score if side == "vector" else None,
+            )
+        )
+    return hits
+
+
+def _transcript_line(line: int, line_map: Sequence[int]) -> int:
+    """An export line as a JSONL line (or a content line when there is no map)."""
+    content = max(1, line - HEADER_LINES)
+    if not line_map:
+        return content
+    return line_map[min(content, len(line_map)) - 1]
+
+
+def _known(raw: Iterable[RawHit], collections: Mapping[str, Collection]) -> list[RawHit]:
+    return [item for item in raw if item.collection in collections]

@@ -1,0 +1,205 @@
+"""The update + embed cycle: on start (in the background) and every ``update_interval_s``.
+
+Cycles are serialised (one lock), so at most one ``qmd update`` and one ``qmd embed``
+run at a time for this backend; QMD's own embed lock covers other processes, and its
+"another embed is running" answer (exit 0) is reported as ``busy``, not as success.
+Each step has its own timeout. A failed step backs off: ``failure_backoff_s × 2^(n-1)``,
+at most an hour, reset by a success. Searches never wait for a cycle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from memory_router import BackendError, MemoryRouterError
+
+from ._process import QmdRunner
+
+_INDEXED = re.compile(r"^Indexed: (\d+) new, (\d+) updated, (\d+) unchanged, (\d+) removed", re.M)
+_EMBED_DONE = re.compile(r"Done! Embedded (\d+) chunks from (\d+) documents")
+_EMBED_PARTIAL = re.compile(r"(\d+) chunks still failed after retries")
+_MAX_BACKOFF = 3600.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """What one ``update`` or ``embed`` did.
+
+    ``status``: ``ok``, ``failed``; for embed also ``done``, ``nothing-to-do``, ``busy``,
+    ``partial``, ``skipped``. ``counts`` holds parsed numbers (``added``, ``updated``,
+    ``unchanged``, ``removed`` / ``chunks``, ``documents``, ``failed``).
+    """
+
+    step: str
+    status: str
+    at: datetime
+    duration_s: float = 0.0
+    counts: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "at": self.at.isoformat(),
+            "duration_s": round(self.duration_s, 3),
+            "counts": dict(self.counts),
+            "error": self.error,
+        }
+
+
+def parse_indexed(output: str) -> dict[str, int]:
+    """Sum every ``Indexed: N new, …`` line (one per collection)."""
+    totals = {"added": 0, "updated": 0, "unchanged": 0, "removed": 0}
+    for match in _INDEXED.finditer(output):
+        for key, value in zip(totals, match.groups(), strict=True):
+            totals[key] += int(value)
+    return totals
+
+
+def parse_embed(output: str) -> tuple[str, dict[str, int]]:
+    """Classify ``qmd embed`` output (exit 0 covers all four outcomes)."""
+    if "Another embed process is already running" in output:
+        return "busy", {}
+    if "already have embeddings" in output:
+        return "nothing-to-do", {}
+    partial = _EMBED_PARTIAL.search(output)
+    done = _EMBED_DONE.search(output)
+    counts = {"chunks": int(done[1]), "documents": int(done[2])} if done else {}
+    if partial:
+        return "partial", {**counts, "failed": int(partial[1])}
+    return ("done", counts) if done else ("ok", counts)
+
+
+class UpdateCycle:
+    """Runs ``update`` then (when ``can_embed()``) ``embed``; optionally on a timer."""
+
+    def __init__(
+        self,
+        runner: QmdRunner,
+        *,
+        update_timeout: float,
+        embed_timeout: float,
+        failure_backoff: float,
+        can_embed: Callable[[], bool],
+        prepare: Callable[[], None],
+    ) -> None:
+        self.runner = runner
+        self.update_timeout = update_timeout
+        self.embed_timeout = embed_timeout
+        self.failure_backoff = failure_backoff
+        self.can_embed = can_embed
+        self.prepare = prepare
+        self.last_update: Outcome | None = None
+        self.last_embed: Outcome | None = None
+        self._failures = {"update": 0, "embed": 0}
+        self._retry_at = {"update": 0.0, "embed": 0.0}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, *, interval: float, on_boot: bool) -> None:
+        """Run cycles in a daemon thread: now (if ``on_boot``) and every ``interval`` s."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(
+            target=self._loop, args=(interval, on_boot), name="qmd-update", daemon=True
+        )
+        self._thread.start()
+
+    def _loop(self, interval: float, on_boot: bool) -> None:
+        if on_boot:
+            self._quietly()
+        while interval > 0 and not self._stop.wait(interval):
+            self._quietly()
+
+    def _quietly(self) -> None:
+        # Failures are recorded in last_update / last_embed for status.
+        with contextlib.suppress(MemoryRouterError):
+            self.run(force=False)
+
+    def run(self, *, force: bool, embed_force: bool = False) -> tuple[Outcome, Outcome]:
+        """One cycle; ``force`` ignores failure backoff. Raises when ``update`` fails."""
+        with self._lock:
+            if self._stop.is_set():
+                raise BackendError("backend is closed", backend=self.runner.backend)
+            self.prepare()
+            update = self._step("update", ["update"], self.update_timeout, force=force)
+            if update.status == "failed":
+                raise BackendError(
+                    f"qmd update failed: {update.error}", backend=self.runner.backend
+                )
+            embed = self._embed(force=force, embed_force=embed_force)
+            return update, embed
+
+    def _embed(self, *, force: bool, embed_force: bool) -> Outcome:
+        if not self.can_embed():
+            outcome = Outcome(
+                step="embed", status="skipped", at=datetime.now(UTC), error="no embedding model"
+            )
+            self.last_embed = outcome
+            return outcome
+        # QMD's own limit (whole minutes) ends about a minute before the hard one, so QMD
+        # can stop cleanly (and release its embed lock) before it is killed.
+        minutes = max(1, int((self.embed_timeout - 30) // 60))
+        args = ["embed", "--timeout", str(minutes), *(["-f"] if embed_force else [])]
+        return self._step("embed", args, self.embed_timeout, force=force)
+
+    def _step(self, step: str, args: list[str], timeout: float, *, force: bool) -> Outcome:
+        now = time.monotonic()
+        if not force and now < self._retry_at[step]:
+            previous = self.last_update if step == "update" else self.last_embed
+            error = f"in failure backoff for {self._retry_at[step] - now:.0f} s"
+            if previous is not None and previous.error:
+                error += f" (last: {previous.error})"
+            return self._record(
+                Outcome(step=step, status="failed", at=datetime.now(UTC), error=error)
+            )
+        started = time.monotonic()
+        try:
+            result = self.runner.run(args, timeout=timeout)
+        except MemoryRouterError as error:
+            self._failures[step] += 1
+            delay = self.failure_backoff * 2 ** (self._failures[step] - 1)
+            self._retry_at[step] = time.monotonic() + min(_MAX_BACKOFF, delay)
+            outcome = Outcome(
+                step=step,
+                status="failed",
+                at=datetime.now(UTC),
+                duration_s=time.monotonic() - started,
+                error=error.message,
+            )
+            return self._record(outcome)
+        self._failures[step] = 0
+        self._retry_at[step] = 0.0
+        text = result.stdout + "\n" + result.stderr
+        status, counts = ("ok", parse_indexed(text)) if step == "update" else parse_embed(text)
+        return self._record(
+            Outcome(
+                step=step,
+                status=status,
+                at=datetime.now(UTC),
+                duration_s=result.elapsed,
+                counts=counts,
+            )
+        )
+
+    def _record(self, outcome: Outcome) -> Outcome:
+        if outcome.step == "update":
+            self.last_update = outcome
+        else:
+            self.last_embed = outcome
+        return outcome
+
+    def close(self) -> None:
+        """Stop the timer; a running step is killed by the runner's ``kill_all``."""
+        self._stop.set()
+        self.runner.kill_all()
+        if self._thread is not None:
+            self._thread.join(timeout=10)

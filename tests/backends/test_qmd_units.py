@@ -1,0 +1,206 @@
+"""The QMD backend's pure parts: locating QMD, settings, sub-queries, parsing, preflight."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memory_router import BackendUnavailable, ConfigError, Router, load_config
+from memory_router_qmd import QmdModels, QmdSettings
+from memory_router_qmd._collections import Collection, ensure_config, managed_collections
+from memory_router_qmd._locate import locate
+from memory_router_qmd._models import Preflight
+from memory_router_qmd._queries import clean_term, lex_terms, searches, typed_document
+from memory_router_qmd._results import parse_items, parse_snippet, split_file, to_hits
+from memory_router_qmd._update import parse_embed, parse_indexed
+
+
+def test_missing_command_names_what_is_missing_and_how_to_install(tmp_path: Path) -> None:
+    with pytest.raises(BackendUnavailable) as raised:
+        locate(QmdSettings(command=str(tmp_path / "nope" / "qmd.js")), backend="qmd")
+    assert "does not exist" in raised.value.message
+    assert raised.value.hint is not None
+    assert "scripts/install-qmd.sh" in raised.value.hint
+
+
+def test_non_executable_command_is_refused_and_js_runs_under_node(tmp_path: Path) -> None:
+    program = tmp_path / "qmd"
+    program.write_text("#!/bin/sh\n")
+    with pytest.raises(BackendUnavailable, match="not executable"):
+        locate(QmdSettings(command=str(program)), backend="qmd")
+    script = tmp_path / "qmd.js"
+    script.write_text("")
+    node = tmp_path / "node"
+    node.write_text("#!/bin/sh\n")
+    node.chmod(0o755)
+    found = locate(QmdSettings(command=str(script), node=str(node)), backend="qmd")
+    assert found.argv == (str(node), str(script))
+
+
+def test_settings_are_validated_through_the_config(tmp_path: Path) -> None:
+    def router(line: str) -> Router:
+        path = tmp_path / "c.toml"
+        path.write_text(f"state_dir = {json.dumps(str(tmp_path))}\n[backends.qmd]\n{line}\n")
+        return Router(load_config(path, environ={}))
+
+    with pytest.raises(ConfigError, match="search_mode"):
+        router('search_mode = "fuzzy"')
+    with pytest.raises(ConfigError, match="timeout"):
+        router("search_timeout_s = 0")
+    with pytest.raises(ConfigError, match="absolute"):
+        router('models = { embed = "models/e.gguf" }')
+    with pytest.raises(ConfigError, match="index"):
+        router('index = "../escape"')
+    with pytest.raises(ConfigError, match="unknown key"):
+        router('comand = "qmd"')
+
+
+@pytest.mark.parametrize(
+    ("term", "clean"),
+    [('"quoted', "quoted"), ("-neg --x", "neg x"), ("a\nb\x01c", "a b c"), ("---", "")],
+)
+def test_terms_are_sanitised_for_qmds_parser(term: str, clean: str) -> None:
+    assert clean_term(term) == clean
+
+
+def test_lex_sub_queries_come_from_keywords_with_a_raw_token_fallback() -> None:
+    terms = lex_terms("What did Caroline say about the adoption agency?")
+    assert "caroline" in terms
+    assert "adoption" in terms
+    assert "the" not in terms
+    assert lex_terms("the of and") == ["the", "of", "and"]  # only stop words: raw tokens
+    assert len(lex_terms(" ".join(f"word{i}" for i in range(30)))) == 10
+    assert searches("vsearch", "-x how to ship") == [{"type": "vec", "query": "x how to ship"}]
+    query = searches("query", "ship rollback")
+    assert [s["type"] for s in query] == ["lex", "lex", "vec"]
+    assert typed_document(query) == "lex: ship\nlex: rollback\nvec: ship rollback"
+
+
+def test_files_and_snippet_headers_are_parsed() -> None:
+    assert split_file("qmd://memory-dir/a b/#c.md?index=memrouter") == ("memory-dir", "a b/#c.md")
+    assert split_file("memory-root/MEMORY.md") == ("memory-root", "MEMORY.md")
+    # MCP numbers every line, header included, starting at `line` (off by two).
+    mcp = "4: @@ -3,4 @@ (2 before, 3 after)\n5: - Bob\n6: - rollback\n7: \n8: ## Other"
+    assert parse_snippet(mcp, 4) == (3, 6, "- Bob\n- rollback\n\n## Other")
+    cli = "@@ -7,2 @@ (6 before, 0 after)\n\nIf the canary fails"
+    assert parse_snippet(cli, 8) == (7, 8, "If the canary fails")
+    assert parse_snippet("plain\ntext", 5) == (5, 6, "plain\ntext")
+
+
+def test_hits_map_to_workspace_paths_with_rank_scores(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    collections = {
+        "memory-dir": Collection(name="memory-dir", path=workspace / "memory", pattern="**/*.md"),
+        "extra-1": Collection(name="extra-1", path=tmp_path / "notes", pattern="**/*.md"),
+        "sessions": Collection(
+            name="sessions", path=tmp_path / "export", pattern="**/*.md", source="sessions"
+        ),
+    }
+    raw = parse_items(
+        [
+            {"file": "qmd://memory-dir/x/a.md?index=m", "score": 0.2, "snippet": "@@ -2,1 @@\nA"},
+            {"file": "qmd://gone/b.md", "score": 0.9, "snippet": "@@ -1,1 @@\nB"},
+            {"file": "extra-1/c.md", "score": 0.1, "snippet": "@@ -1,1 @@\nC"},
+            {"file": "sessions/s.jsonl.md", "score": 0.1, "snippet": "@@ -3,2 @@\nUser: hi"},
+        ],
+        backend="qmd",
+    )
+    hits = to_hits(raw, collections=collections, workspace=workspace, backend="qmd", by_rank=True)
+    assert [(h.path, h.start_line, h.end_line) for h in hits] == [
+        ("memory/x/a.md", 2, 2),
+        ("../notes/c.md", 1, 1),
+        ("sessions/s.jsonl", 1, 2),
+    ]
+    assert [round(h.score, 3) for h in hits] == [1.0, 0.909, 0.833]
+    assert hits[2].source == "sessions"
+    mapped = to_hits(
+        raw,
+        collections=collections,
+        workspace=workspace,
+        backend="qmd",
+        by_rank=True,
+        line_maps={"s.jsonl.md": [4, 7]},
+    )
+    assert (mapped[2].start_line, mapped[2].end_line) == (4, 7)  # JSONL lines
+
+
+def test_update_and_embed_outputs_are_classified() -> None:
+    output = (
+        "Indexed: 1 new, 2 updated, 3 unchanged, 0 removed\n"
+        "Indexed: 0 new, 0 updated, 4 unchanged, 1 removed\n"
+    )
+    assert parse_indexed(output) == {"added": 1, "updated": 2, "unchanged": 7, "removed": 1}
+    assert parse_embed("✓ Done! Embedded 12 chunks from 3 documents in 3s") == (
+        "done",
+        {"chunks": 12, "documents": 3},
+    )
+    assert parse_embed("✓ All content hashes already have embeddings.")[0] == "nothing-to-do"
+    assert parse_embed("Another embed process is already running. Skipping.")[0] == "busy"
+    assert parse_embed("⚠ 2 chunks still failed after retries")[0] == "partial"
+
+
+def test_preflight_checks_gguf_magic_and_picks_the_strongest_mode(tmp_path: Path) -> None:
+    good = tmp_path / "e.gguf"
+    good.write_bytes(b"GGUF\x03\x00\x00\x00")
+    bad = tmp_path / "r.gguf"
+    bad.write_bytes(b"<html>")
+    check = Preflight.check(QmdModels(embed=str(good), rerank=str(bad)))
+    mode, notes = check.effective("query")
+    assert mode == "vsearch"
+    assert notes == (f"qmd: query mode unavailable (rerank model {bad} is not a GGUF file)",)
+    assert Preflight.check(QmdModels()).effective("vsearch")[0] == "search"
+    missing = Preflight.check(QmdModels(embed=str(tmp_path / "none.gguf")))
+    assert "does not exist" in str(missing.problems["embed"])
+
+
+def test_index_yaml_is_written_only_when_it_changes(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    (tmp_path / "extra").mkdir()
+    (tmp_path / "one.md").write_text("# one\n")
+    config = load_config(
+        None,
+        environ={},
+        overrides={
+            "workspace": str(workspace),
+            "extra_paths": [
+                str(tmp_path / "extra"),
+                str(tmp_path / "one.md"),
+                str(tmp_path / "no"),
+            ],
+        },
+    )
+    collections = managed_collections(config, tmp_path / "export")
+    assert [(c.name, c.path, c.pattern) for c in collections] == [
+        ("memory-root", workspace, "MEMORY.md"),
+        ("memory-dir", workspace / "memory", "**/*.md"),
+        ("extra-1", tmp_path / "extra", "**/*.md"),
+        ("extra-2", tmp_path, "one.md"),
+    ]
+    target = tmp_path / "cfg" / "memrouter.yml"
+    assert ensure_config(target, collections, {"embed": "/m/e.gguf"})
+    assert not ensure_config(target, collections, {"embed": "/m/e.gguf"})
+    text = target.read_text()
+    assert '"memory-dir":\n    path: "' + str(workspace / "memory") + '"' in text
+    assert 'embed: "/m/e.gguf"' in text
+    assert 'rerank: "hf:' in text
+
+
+def test_install_script_fails_clearly_when_the_prefix_cannot_be_made(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parents[2] / "scripts" / "install-qmd.sh"
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = subprocess.run(
+        [str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "QMD_PREFIX": str(blocker / "qmd")},
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == f"install-qmd: cannot create {blocker / 'qmd'}"

@@ -1,0 +1,68 @@
+"""Shared helpers for the QMD backend tests: fake programs, backends and routers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from memory_router import BackendContext, Router, load_config
+from memory_router_qmd import QmdBackend, QmdModels, QmdSettings
+
+FAKES = Path(__file__).resolve().parent
+
+
+def install_fake(folder: Path, name: str = "fake_qmd.py") -> Path:
+    """Copy a fake QMD program into ``folder`` as an executable ``qmd``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "qmd"
+    shutil.copy(FAKES / name, target)
+    target.chmod(0o755)
+    return target
+
+
+def set_behaviour(fake: Path, value: str) -> None:
+    (fake.parent / "behaviour").write_text(value, encoding="utf-8")
+
+
+def make_backend(tmp_path: Path, workspace: Path, **settings: Any) -> QmdBackend:
+    """A QMD backend over ``workspace`` with its state under ``tmp_path/state``."""
+    models = settings.pop("models", None)
+    config = load_config(
+        None,
+        environ={},
+        overrides={"workspace": str(workspace), "state_dir": str(tmp_path / "state")},
+    )
+    state = tmp_path / "state" / "qmd"
+    state.mkdir(parents=True, exist_ok=True)
+    return QmdBackend(
+        BackendContext(
+            name="qmd",
+            config=config,
+            settings=QmdSettings(models=QmdModels(**(models or {})), **settings),
+            state_dir=state,
+            embedder=None,
+        )
+    )
+
+
+def make_router(tmp_path: Path, workspace: Path, *, cooldown_s: float = 1.0, **qmd: Any) -> Router:
+    """A router with ``chain = ["qmd", "sqlite"]``, keyword-only, QMD set by ``qmd``."""
+    body = (
+        "[router]\n"
+        'chain = ["qmd", "sqlite"]\n'
+        "timeout_s = 30\n"
+        "[router.breaker]\n"
+        f"cooldown_s = {cooldown_s}\n"
+        "[embedding]\n"
+        'provider = "none"\n'
+        "[backends.qmd]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in qmd.items())
+    )
+    head = (
+        f"workspace = {json.dumps(str(workspace))}\n"
+        f"state_dir = {json.dumps(str(tmp_path / 'state'))}\n"
+    )
+    path = tmp_path / "memory-router.toml"
+    path.write_text(head + body, encoding="utf-8")
+    return Router.from_config(path)
