@@ -108,7 +108,11 @@ def register_commands(pm: pluggy.PluginManager, cli: click.Group) -> None:
 def plugin_list(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
     """Loaded plugins with their hooks, for ``memory-router plugins``."""
     rows = []
-    for name, plugin in sorted(pm.list_name_plugin(), key=lambda item: str(item[0])):
+    for registered, plugin in sorted(pm.list_name_plugin(), key=lambda item: str(item[0])):
+        # Plugins registered as objects get their id() as name; show what they are instead.
+        name = registered
+        if registered.isdigit():
+            name = getattr(plugin, "__name__", None) or type(plugin).__qualname__
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
         dist = next((d for p, d in pm.list_plugin_distinfo() if p is plugin), None)
         rows.append(

@@ -56,7 +56,7 @@ def test_bad_literal_and_bool(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="'auto'"):
         load_config(write(tmp_path, 'citations = "sometimes"\n'), environ={})
     with pytest.raises(ConfigError, match="true or false"):
-        load_config(write(tmp_path, "[sync]\nwatch = 1\n"), environ={})
+        load_config(write(tmp_path, "[sync]\non_search = 1\n"), environ={})
 
 
 def test_malformed_toml_names_the_file(tmp_path: Path) -> None:

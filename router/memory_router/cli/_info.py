@@ -96,8 +96,8 @@ def plugins(ctx: click.Context, as_json: bool) -> None:
         echo_json(rows)
         return
     for row in rows:
-        name = f"{row['name']} {row['version']}" if row["version"] else row["name"]
-        click.echo(f"{name}  {', '.join(row['hooks']) or '(no hooks)'}")
+        dist = f"  ({row['distribution']} {row['version']})" if row["version"] else ""
+        click.echo(f"{row['name']}  {', '.join(row['hooks']) or '(no hooks)'}{dist}")
     backends = _plugins.backend_specs(pm)
     providers = _plugins.provider_specs(pm)
     click.echo(f"Backends: {', '.join(sorted(backends)) or 'none'}")

@@ -1,0 +1,281 @@
+"""The built-in SQLite backend: FTS5 BM25 + sqlite-vec (or numpy) vectors, hybrid merge."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, Literal, cast
+
+import numpy as np
+
+from memory_router import (
+    Backend,
+    BackendContext,
+    BackendResult,
+    BackendStatus,
+    Category,
+    Chunk,
+    EmbeddingError,
+    Entry,
+    Hit,
+    MemoryRouterError,
+    Progress,
+    SearchRequest,
+    Snapshot,
+    SyncReport,
+    no_progress,
+)
+
+from . import _search
+from ._db import choose_driver, read_meta, table_exists, translate, vec_dims
+from ._search import Row, Scope
+from ._store import Store
+from ._sync import sync_store
+from ._transfer import export_chunks, import_chunks
+
+FTS_ONLY = "fts-only"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SqliteSettings:
+    """``[backends.sqlite]``: where the index lives and how it is built.
+
+    ``path`` may use ``{stateDir}`` and ``{agentId}``; ``fts_tokenizer`` is ``unicode61``
+    or ``trigram`` (case-insensitive, for CJK substring search); ``vector = false`` or a
+    sqlite-vec that cannot load means exact in-process cosine search instead of KNN, over
+    the current model's vectors held in memory (4 × dims bytes a chunk, reloaded after
+    each write); ``extension_path`` overrides the bundled sqlite-vec library.
+    """
+
+    path: str = "{stateDir}/agents/{agentId}/memory.sqlite"
+    fts_tokenizer: Literal["unicode61", "trigram"] = "unicode61"
+    vector: bool = True
+    extension_path: str = ""
+    busy_timeout_ms: int = 5000
+
+
+class SqliteBackend(Backend):
+    """One SQLite file per agent with OpenClaw's schema (see the package docstring)."""
+
+    def __init__(self, context: BackendContext) -> None:
+        super().__init__(context)
+        self.settings: SqliteSettings = context.settings or SqliteSettings()
+        self.path = context.config.expand(self.settings.path)
+        self.driver = choose_driver(
+            vector=self.settings.vector, extension_path=self.settings.extension_path
+        )
+        self.store = Store(
+            self.path,
+            self.driver,
+            tokenizer=self.settings.fts_tokenizer,
+            busy_timeout_ms=self.settings.busy_timeout_ms,
+            name=self.name,
+        )
+
+    @property
+    def model(self) -> str:
+        embedder = self.context.embedder
+        return embedder.model if embedder is not None else FTS_ONLY
+
+    # -- sync ---------------------------------------------------------------------------
+
+    def sync(
+        self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
+    ) -> SyncReport:
+        try:
+            return sync_store(
+                self.store,
+                snapshot,
+                embedder=self.context.embedder,
+                force=force,
+                progress=progress,
+            )
+        except MemoryRouterError:
+            raise
+        except Exception as error:  # sqlite3/sqlean errors and OSError from the swap
+            raise translate(error, backend=self.name, doing="sync") from error
+
+    # -- search -------------------------------------------------------------------------
+
+    def search(self, request: SearchRequest) -> BackendResult:
+        try:
+            with self.store.reader() as conn:
+                return self._search(conn, request)
+        except MemoryRouterError:
+            raise
+        except Exception as error:
+            raise translate(error, backend=self.name, doing="search") from error
+
+    def _scope(self, conn: Any, request: SearchRequest) -> Scope:
+        return Scope(
+            model=self.model,
+            filter_model=self.store.models(conn) != {self.model},
+            sources=request.sources,
+            limit=request.candidates,
+            trigram=self.settings.fts_tokenizer == "trigram",
+        )
+
+    def _search(self, conn: Any, request: SearchRequest) -> BackendResult:
+        scope = self._scope(conn, request)
+        has_fts = table_exists(conn, "chunks_fts")
+        if self.context.embedder is None:
+            if not has_fts:
+                return BackendResult(hits=(), mode="keyword", notes=("FTS5 is unavailable",))
+            return self._keyword_only(conn, scope, request.query)
+        try:
+            query_vector = self.context.embedder.embed_query(request.query)
+        except EmbeddingError as error:
+            result = self._keyword_only(conn, scope, request.query) if has_fts else None
+            note = f"query embedding failed, keyword-only answer: {error.message}"
+            return BackendResult(
+                hits=result.hits if result else (),
+                mode="keyword",
+                relaxed_min_score=0.0,
+                notes=(note,),
+            )
+        hybrid = self.context.config.query.hybrid
+        vector: dict[str, Row] = {}
+        if np.any(query_vector):
+            use_vec = self.store.vec_ready(conn, len(query_vector))
+            matrix = None if use_vec else self.store.matrix(conn, self.model)
+            vector = _search.vector_rows(conn, scope, query_vector, use_vec=use_vec, matrix=matrix)
+        if not hybrid.enabled or not has_fts:
+            only = [self._hit(r, vector_score=r.score) for r in vector.values()]
+            return BackendResult(hits=tuple(self._with_entries(conn, only)), mode="vector")
+        keyword = _search.keyword_and(conn, scope, request.query)
+        hits = merge(keyword, vector, hybrid.vector_weight, hybrid.text_weight, self.name)
+        return BackendResult(
+            hits=tuple(self._with_entries(conn, hits[: request.candidates])),
+            mode="hybrid",
+            relaxed_min_score=hybrid.text_weight,
+        )
+
+    def _keyword_only(self, conn: Any, scope: Scope, query: str) -> BackendResult:
+        if self.context.config.query.keyword_mode == "reference":
+            rows = _search.keyword_reference(conn, scope, query)
+        else:
+            rows = _search.keyword_or(conn, scope, query)
+        hits = [self._hit(r, text_score=r.score) for r in rows.values()][: scope.limit]
+        return BackendResult(
+            hits=tuple(self._with_entries(conn, hits)), mode="keyword", relaxed_min_score=0.0
+        )
+
+    def _hit(
+        self, row: Row, *, vector_score: float | None = None, text_score: float | None = None
+    ) -> Hit:
+        return row_hit(row, self.name, row.score, vector_score, text_score)
+
+    def _with_entries(self, conn: Any, hits: list[Hit]) -> list[Hit]:
+        ids = [h.chunk_id for h in hits if h.chunk_id]
+        if not ids:
+            return hits
+        marks = ",".join("?" * len(ids))
+        entries = {
+            r[0]: Entry(
+                id=r[1],
+                text=r[5],
+                importance=float(r[2]),
+                category=cast(Category, r[3]),
+                created_at=datetime.fromisoformat(r[4]),
+            )
+            for r in conn.execute(
+                "SELECT chunk_id, entry_id, importance, category, created_at, text FROM entries"
+                f" WHERE chunk_id IN ({marks})",
+                ids,
+            )
+        }
+        if not entries:
+            return hits
+        return [_attach(h, entries.get(h.chunk_id or "")) for h in hits]
+
+    # -- status, close, transfer --------------------------------------------------------
+
+    def status(self, *, deep: bool = False) -> BackendStatus:
+        try:
+            with self.store.reader() as conn:
+                files = int(conn.execute("SELECT COUNT(*) FROM files").fetchone()[0])
+                chunks = int(conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+                details = self._details(conn) if deep else {"path": str(self.path)}
+        except MemoryRouterError as error:
+            return BackendStatus(name=self.name, available=False, error=error.message)
+        except Exception as error:
+            message = translate(error, backend=self.name, doing="status").message
+            return BackendStatus(name=self.name, available=False, error=message)
+        return BackendStatus(
+            name=self.name, available=True, files=files, chunks=chunks, details=details
+        )
+
+    def _details(self, conn: Any) -> dict[str, Any]:
+        dims = vec_dims(conn)
+        if self.driver.vector_path is None:
+            vector, why = "numpy", f"sqlite-vec not used: {self.driver.reason}"
+        elif self.context.embedder is None:
+            vector, why = "none", "keyword-only mode (no embedding provider)"
+        elif dims is None:
+            vector, why = "numpy", "sqlite-vec loaded, but chunks_vec is not built yet"
+        else:
+            vector, why = "sqlite-vec", f"{self.driver.reason} ({self.driver.vector_path})"
+        return {
+            "path": str(self.path),
+            "driver": self.driver.name,
+            "vector": vector,
+            "vector_reason": why,
+            "vector_dims": dims,
+            "fts": self.store.fts_error or f"fts5 ({self.settings.fts_tokenizer})",
+            "schema_version": int(conn.execute("PRAGMA user_version").fetchone()[0]),
+            "meta": read_meta(conn),
+            "model": self.model,
+        }
+
+    def close(self) -> None:
+        self.store.close()
+
+    def export_chunks(self) -> Iterator[Chunk]:
+        with self.store.reader() as conn:
+            yield from export_chunks(conn)
+
+    def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
+        try:
+            return import_chunks(self.store, chunks, fingerprint=fingerprint)
+        except MemoryRouterError:
+            raise
+        except Exception as error:
+            raise translate(error, backend=self.name, doing="import") from error
+
+
+def row_hit(
+    row: Row, backend: str, score: float, vector_score: float | None, text_score: float | None
+) -> Hit:
+    return Hit(
+        path=row.path,
+        start_line=row.start_line,
+        end_line=row.end_line,
+        score=min(1.0, max(0.0, score)),
+        snippet=row.text,
+        source="sessions" if row.source == "sessions" else "memory",
+        backend=backend,
+        vector_score=vector_score,
+        text_score=text_score,
+        chunk_id=row.id,
+    )
+
+
+def merge(
+    keyword: Mapping[str, Row], vector: Mapping[str, Row], vw: float, tw: float, backend: str
+) -> list[Hit]:
+    """Union by chunk id; a missing side scores 0; keyword text preferred (ref §1.7)."""
+    hits = []
+    for chunk_id in {**vector, **keyword}:
+        k, v = keyword.get(chunk_id), vector.get(chunk_id)
+        row = k or v
+        assert row is not None
+        ks, vs = (k.score if k else None), (v.score if v else None)
+        score = vw * (vs or 0.0) + tw * (ks or 0.0)
+        hits.append(row_hit(row, backend, score, vs, ks))
+    hits.sort(key=lambda h: -h.score)
+    return hits
+
+
+def _attach(hit: Hit, entry: Entry | None) -> Hit:
+    return hit if entry is None else replace(hit, entry=entry)

@@ -1,0 +1,211 @@
+"""Keyword (FTS5 BM25) and vector (sqlite-vec KNN or numpy) candidate queries (ref §1.7–1.8).
+
+Every user term reaches ``MATCH`` as a quoted FTS5 string built by ``memory_router``'s
+keyword helpers, and ``LIKE`` patterns are escaped, so no query text is parsed as syntax.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from memory_router import bm25_to_score, build_match_query, build_or_query, extract_keywords
+
+from ._db import Connection
+from ._vectors import Matrix, Vector, encode
+
+MAX_TERMS = 64  # a pasted megabyte of text is not a useful FTS query; its head is
+_COLUMNS = "id, path, source, start_line, end_line, text"
+_WORD = re.compile(r"\w+")  # the reference's [\p{L}\p{N}_]+
+# Kana, CJK and Hangul: a trigram index cannot match a term of fewer than 3 of them.
+TRIGRAM_SHORT = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\u3131-\u3163]")
+
+
+def query_tokens(query: str) -> list[str]:
+    return _WORD.findall(query)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """A candidate chunk and one side's score in [0, 1]."""
+
+    id: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    text: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scope:
+    """Which chunks a query may return: the current model, optional sources, a limit.
+
+    ``filter_model = False`` when every stored chunk has the current model: the filter
+    then only costs time (a column lookup per FTS match).
+    """
+
+    model: str
+    sources: tuple[str, ...] | None
+    limit: int
+    trigram: bool = False
+    filter_model: bool = True
+
+    def where(self, prefix: str = "") -> tuple[str, list[object]]:
+        sql = f"{prefix}model = ?" if self.filter_model else "1"
+        params: list[object] = [self.model] if self.filter_model else []
+        if self.sources:
+            sql += f" AND {prefix}source IN ({','.join('?' * len(self.sources))})"
+            params.extend(self.sources)
+        return sql, params
+
+
+def _like(term: str) -> str:
+    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _split_trigram(terms: Sequence[str], trigram: bool) -> tuple[list[str], list[str]]:
+    """(terms for MATCH, terms for LIKE): short CJK terms cannot match a trigram index."""
+    if not trigram:
+        return list(terms), []
+    short = [t for t in terms if TRIGRAM_SHORT.search(t) and len(t) < 3]
+    return [t for t in terms if t not in short], short
+
+
+def _run(
+    conn: Connection, scope: Scope, match: str | None, likes: list[str], any_like: bool
+) -> dict[str, Row]:
+    conditions: list[str] = []
+    params: list[object] = []
+    if match:
+        conditions.append("chunks_fts MATCH ?")
+        params.append(match)
+    if likes:
+        joined = (" OR " if any_like else " AND ").join(["text LIKE ? ESCAPE '\\'"] * len(likes))
+        conditions.append(f"({joined})")
+        params.extend(_like(t) for t in likes)
+    if not conditions:
+        return {}
+    where, extra = scope.where()
+    rank = "bm25(chunks_fts)" if match else "0"
+    sql = (
+        f"SELECT {_COLUMNS}, {rank} AS rank FROM chunks_fts WHERE {' AND '.join(conditions)}"
+        f" AND {where} ORDER BY rank LIMIT ?"
+    )
+    rows = conn.execute(sql, [*params, *extra, scope.limit]).fetchall()
+    return {
+        r[0]: Row(r[0], r[1], r[2], int(r[3]), int(r[4]), r[5], bm25_to_score(float(r[6])))
+        for r in rows
+    }
+
+
+def keyword_and(conn: Connection, scope: Scope, query: str) -> dict[str, Row]:
+    """The hybrid keyword side: every token of ``query`` must match (quoted-AND)."""
+    tokens = query_tokens(query)[:MAX_TERMS]
+    match_terms, likes = _split_trigram(tokens, scope.trigram)
+    match = build_match_query(" ".join(match_terms)) if match_terms else None
+    return _run(conn, scope, match, likes, any_like=False)
+
+
+def keyword_or(conn: Connection, scope: Scope, query: str) -> dict[str, Row]:
+    """One BM25 query over the OR of the extracted keywords (raw tokens when none)."""
+    keywords = extract_keywords(query, trigram=scope.trigram) or query_tokens(query)
+    match_terms, likes = _split_trigram(keywords[:MAX_TERMS], scope.trigram)
+    found = _run(conn, scope, build_or_query(match_terms), [], any_like=True)
+    if likes:
+        # Matched only by short CJK terms: no BM25 rank exists, so they rank below matches.
+        for row in _run(conn, scope, None, likes, any_like=True).values():
+            if row.id not in found:
+                found[row.id] = replace(row, score=0.5)
+    return dict(sorted(found.items(), key=lambda kv: -kv[1].score)[: scope.limit])
+
+
+def boost(row: Row, query: str) -> Row:
+    """The reference's FTS-only ranking boost (ref §1.8), capped at 1."""
+    q_tokens = set(_WORD.findall(query.lower()))
+    if not q_tokens:
+        return row
+    text = row.text.lower()
+    c_tokens = set(_WORD.findall(text))
+    found = len(q_tokens & c_tokens)
+    path = row.path.lower()
+    score = (
+        row.score
+        + 0.45 * found / len(q_tokens)
+        + 0.2 * (found / len(c_tokens) if c_tokens else 0.0)
+        + 0.18 * sum(1 for t in q_tokens if t in path)
+        + min(len(row.text) / 160, 0.18)
+    )
+    return replace(row, score=min(1.0, score))
+
+
+def keyword_reference(conn: Connection, scope: Scope, query: str) -> dict[str, Row]:
+    """OpenClaw's keyword-only search (ref §1.7 step 3).
+
+    The whole query ANDed, with the fallback ranking boost; if that finds nothing, one
+    AND query per extracted keyword (or the raw query), keeping each chunk's best score.
+    """
+    full = keyword_and(conn, scope, query)
+    if full:
+        boosted = {k: boost(r, query) for k, r in full.items()}
+        return dict(sorted(boosted.items(), key=lambda kv: -kv[1].score))
+    best: dict[str, Row] = {}
+    terms = extract_keywords(query, trigram=scope.trigram)[:MAX_TERMS] or [query]
+    for term in terms:
+        for chunk_id, row in keyword_and(conn, scope, term).items():
+            if chunk_id not in best or row.score > best[chunk_id].score:
+                best[chunk_id] = row
+    return dict(sorted(best.items(), key=lambda kv: -kv[1].score)[: scope.limit])
+
+
+def vector_rows(
+    conn: Connection, scope: Scope, query: Vector, *, use_vec: bool, matrix: Matrix | None
+) -> dict[str, Row]:
+    """Nearest chunks by cosine similarity (score = 1 − cosine distance).
+
+    sqlite-vec KNN when ``use_vec`` (``chunks_vec`` holds vectors of the query's size);
+    otherwise exact search over ``matrix`` (the current model's vectors in memory).
+    """
+    if use_vec:
+        return _knn(conn, scope, query)
+    if matrix is None:
+        return {}
+    best = matrix.top(query, scope.limit, scope.sources)
+    details = _details(conn, [i for i, _ in best])
+    return {i: replace(details[i], score=s) for i, s in best if i in details}
+
+
+def _knn(conn: Connection, scope: Scope, query: Vector) -> dict[str, Row]:
+    sql = str(conn.execute("SELECT sql FROM sqlite_master WHERE name='chunks_vec'").fetchone()[0])
+    cosine = "distance_metric=cosine" in sql.replace(" ", "").lower()
+    # Oversample: rows of another model or source are dropped after the KNN.
+    k = min(4096, scope.limit * (8 if scope.sources else 2))
+    where, params = scope.where("c.")
+    rows = conn.execute(
+        f"SELECT {', '.join('c.' + c.strip() for c in _COLUMNS.split(','))}, v.distance"
+        " FROM (SELECT id, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ?) v"
+        f" JOIN chunks c ON c.id = v.id WHERE {where} ORDER BY v.distance LIMIT ?",
+        [encode(query), k, *params, scope.limit],
+    ).fetchall()
+    out = {}
+    for r in rows:
+        distance = float(r[6])
+        # A seed table without the cosine metric measures L2; for unit vectors
+        # cos = 1 − d²/2.
+        score = 1.0 - distance if cosine else 1.0 - distance * distance / 2
+        out[r[0]] = Row(r[0], r[1], r[2], int(r[3]), int(r[4]), r[5], score)
+    return out
+
+
+def _details(conn: Connection, ids: Iterable[str]) -> dict[str, Row]:
+    ids = list(ids)
+    found: dict[str, Row] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        marks = ",".join("?" * len(part))
+        for r in conn.execute(f"SELECT {_COLUMNS} FROM chunks WHERE id IN ({marks})", part):
+            found[r[0]] = Row(r[0], r[1], r[2], int(r[3]), int(r[4]), r[5], 0.0)
+    return found

@@ -1,0 +1,231 @@
+"""The index file and its connections: one writer behind a lock, a pool of readers.
+
+Searches run on reader connections (WAL lets them proceed while a sync writes); a full
+rebuild swaps a new file into place, after which every reader is reopened. :meth:`close`
+closes them all, so the file can be moved or deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from memory_router import BackendUnavailable
+
+from ._db import Connection, Driver, connect, ensure_fts, migrate, table_exists, vec_dims
+from ._vectors import Matrix
+
+_SUFFIXES = ("", "-wal", "-shm")
+_SIDE = ("-wal", "-shm")
+
+
+class Store:
+    """One SQLite index file: schema on open, a writer lock, readers, atomic replacement."""
+
+    def __init__(
+        self, path: Path, driver: Driver, *, tokenizer: str, busy_timeout_ms: int, name: str
+    ) -> None:
+        self.path = path
+        self.driver = driver
+        self.tokenizer = tokenizer
+        self.busy_timeout_ms = busy_timeout_ms
+        self.name = name
+        self.write_lock = threading.RLock()
+        self._pool_lock = threading.Lock()
+        self._idle: list[Connection] = []
+        self._generation = 0
+        self._closed = False
+        self.fts_error: str | None = None
+        self._models: frozenset[str] | None = None
+        self._matrix: tuple[str, Matrix] | None = None
+        self._version = 0
+        self.schema_version = 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        recover(self.path)
+        self._inode: int | None = None
+        self.writer: Connection = self._open_writer()
+
+    def open(self, path: Path | str) -> Connection:
+        """A new connection to ``path`` with the schema in place."""
+        conn = connect(self.driver, path, busy_timeout_ms=self.busy_timeout_ms)
+        try:
+            self.schema_version = migrate(conn)
+            self.fts_error = ensure_fts(conn, self.tokenizer)
+        except Exception:
+            conn.close()
+            raise
+        return conn
+
+    def _open_writer(self) -> Connection:
+        try:
+            conn = self.open(self.path)
+            self._inode = _inode(self.path)
+            return conn
+        except Exception as error:
+            raise BackendUnavailable(
+                f"cannot open sqlite index {self.path}: {error}", backend=self.name
+            ) from error
+
+    @property
+    def has_fts(self) -> bool:
+        return self.fts_error is None
+
+    def follow_swaps(self) -> None:
+        """Reopen every connection if another process swapped a rebuilt index into place.
+
+        Connections keep reading the file they opened even after it was replaced (and
+        writes would go to the replaced file), so a changed inode means: start over.
+        """
+        if _inode(self.path) in (self._inode, None):
+            return
+        with self.write_lock:
+            if _inode(self.path) not in (self._inode, None) and not self._closed:
+                self._drop_connections()
+                self.changed()
+                self.writer = self._open_writer()
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[Connection]:
+        """A read connection for the current file, returned to the pool afterwards."""
+        self.follow_swaps()
+        with self._pool_lock:
+            if self._closed:
+                raise BackendUnavailable("the sqlite backend is closed", backend=self.name)
+            generation = self._generation
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = connect(self.driver, self.path, busy_timeout_ms=self.busy_timeout_ms)
+        try:
+            yield conn
+        finally:
+            with self._pool_lock:
+                keep = not self._closed and generation == self._generation
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                conn.close()
+
+    def models(self, conn: Connection) -> frozenset[str]:
+        """The embedding models of the stored chunks (cached until the next write)."""
+        models = self._models
+        if models is None:
+            models = frozenset(r[0] for r in conn.execute("SELECT DISTINCT model FROM chunks"))
+            self._models = models
+        return models
+
+    def matrix(self, conn: Connection, model: str) -> Matrix:
+        """``model``'s vectors in memory, loaded on first use after each write."""
+        cached = self._matrix
+        if cached is not None and cached[0] == model:
+            return cached[1]
+        version = self._version
+        rows = conn.execute("SELECT id, source, embedding FROM chunks WHERE model = ?", (model,))
+        matrix = Matrix(rows)
+        with self._pool_lock:
+            if version == self._version:  # no write happened while loading
+                self._matrix = (model, matrix)
+        return matrix
+
+    def changed(self) -> None:
+        """Forget what was cached about the contents (call after every write)."""
+        with self._pool_lock:
+            self._version += 1
+            self._models = None
+            self._matrix = None
+
+    def vec_ready(self, conn: Connection, dims: int) -> bool:
+        """Whether KNN through sqlite-vec can serve vectors of size ``dims``."""
+        return self.driver.vector_path is not None and vec_dims(conn) == dims
+
+    def has_table(self, name: str) -> bool:
+        with self.reader() as conn:
+            return table_exists(conn, name)
+
+    def temp_path(self) -> Path:
+        return self.path.with_name(f"{self.path.name}.tmp-{uuid.uuid4().hex}")
+
+    def replace_with(self, temp: Path) -> None:
+        """Swap ``temp`` in as the live index (caller holds :attr:`write_lock`).
+
+        The old file (and its -wal/-shm) is moved aside, the new one renamed into place,
+        and the old one deleted; if a rename fails the old file is put back.
+        """
+        self._drop_connections()
+        self.changed()
+        backup = self.path.with_name(f"{self.path.name}.backup-{uuid.uuid4().hex}")
+        moved: list[tuple[Path, Path]] = []
+        try:
+            for suffix in _SUFFIXES:
+                live = Path(f"{self.path}{suffix}")
+                if live.exists():
+                    os.replace(live, f"{backup}{suffix}")
+                    moved.append((Path(f"{backup}{suffix}"), live))
+            for suffix in _SUFFIXES:
+                if Path(f"{temp}{suffix}").exists():
+                    os.replace(f"{temp}{suffix}", f"{self.path}{suffix}")
+        except OSError:
+            for saved, live in moved:
+                os.replace(saved, live)
+            self.writer = self._open_writer()
+            raise
+        for saved, _ in moved:
+            saved.unlink(missing_ok=True)
+        self.writer = self._open_writer()
+
+    def _drop_connections(self) -> None:
+        self.writer.close()
+        with self._pool_lock:
+            self._generation += 1
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def close(self) -> None:
+        """Close every connection. Idempotent."""
+        with self.write_lock:
+            if self._closed:
+                return
+            self._drop_connections()
+            self.changed()
+            with self._pool_lock:
+                self._closed = True
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
+
+
+def recover(path: Path, *, stale_after_s: float = 3600.0) -> None:
+    """Undo what a process killed during :meth:`Store.replace_with` or a rebuild left behind.
+
+    A missing index with a ``.backup-*`` beside it was moved aside and never replaced: it
+    is put back. Temporary rebuild files older than ``stale_after_s`` are deleted (younger
+    ones may belong to another process rebuilding right now).
+    """
+    backups = sorted(
+        (p for p in path.parent.glob(f"{path.name}.backup-*") if not p.name.endswith(_SIDE)),
+        key=lambda p: p.stat().st_mtime,
+    )
+    if not path.exists() and backups:
+        for suffix in _SUFFIXES:
+            if Path(f"{backups[-1]}{suffix}").exists():
+                os.replace(f"{backups[-1]}{suffix}", f"{path}{suffix}")
+    now = time.time()
+    for temp in path.parent.glob(f"{path.name}.tmp-*"):
+        with contextlib.suppress(OSError):
+            if now - temp.stat().st_mtime > stale_after_s:
+                temp.unlink()
+
+
+def remove_db(path: Path) -> None:
+    """Delete a database file and its -wal/-shm companions, if present."""
+    for suffix in _SUFFIXES:
+        Path(f"{path}{suffix}").unlink(missing_ok=True)

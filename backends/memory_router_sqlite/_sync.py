@@ -1,0 +1,306 @@
+"""Bringing the index in line with a workspace snapshot (ref §1.6).
+
+Incremental by content hash: unchanged files are skipped, changed files have their rows
+replaced, vanished files are pruned. A fingerprint mismatch (or ``force``) rebuilds the
+whole index into ``<db>.tmp-<uuid>`` and swaps it in atomically; if the rebuild fails the
+live index is untouched and the temporary file is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_router import Chunk, Document, Embedder, Progress, Snapshot, SyncReport
+
+from ._db import Connection, ensure_vec, read_meta, table_exists, transaction, write_meta
+from ._store import Store, remove_db
+from ._vectors import Vector, encode
+
+GROUP_CHUNKS = 512  # chunks embedded and written per transaction
+GROUP_FILES = 500
+
+
+@dataclass(slots=True)
+class Counts:
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def wanted_meta(snapshot: Snapshot, tokenizer: str) -> dict[str, Any]:
+    """The fingerprint to store: the snapshot's plus the FTS tokenizer, JSON-normalised."""
+    meta = {**dict(snapshot.fingerprint), "ftsTokenizer": tokenizer}
+    value: dict[str, Any] = json.loads(json.dumps(meta, sort_keys=True))
+    return value
+
+
+def rebuild_reason(
+    stored: dict[str, Any] | None, wanted: dict[str, Any], force: bool
+) -> str | None:
+    """Why the whole index must be rebuilt, or ``None`` when an incremental sync will do."""
+    if force:
+        return "forced"
+    if stored is None:
+        return "no index metadata"
+    for key, value in wanted.items():
+        if key == "vectorDims" and value is None:
+            continue  # dims not known before the first vector: not a mismatch
+        if stored.get(key) != value:
+            return f"fingerprint changed: {key}"
+    return None
+
+
+class Indexer:
+    """Writes documents' chunks (with vectors when an embedder is given) into one database."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        snapshot: Snapshot | None,
+        embedder: Embedder | None,
+        *,
+        vector: bool,
+    ) -> None:
+        self.conn = conn
+        self.snapshot = snapshot
+        self.embedder = embedder
+        self.vector = vector
+        self.dims: int | None = None
+        self.has_fts = table_exists(conn, "chunks_fts")
+        self._written: set[str] = set()
+
+    def stored_files(self) -> dict[str, str]:
+        return {p: h for p, h in self.conn.execute("SELECT path, hash FROM files")}
+
+    def run(self, snapshot: Snapshot, counts: Counts, progress: Progress) -> None:
+        stored = self.stored_files()
+        changed = [d for d in snapshot.documents if stored.get(d.path) != d.hash]
+        counts.unchanged = len(snapshot.documents) - len(changed)
+        total = len(changed)
+        progress(done=0, total=total, label="indexing")
+        group: list[tuple[Document, list[Chunk]]] = []
+        size = done = 0
+        for doc in changed:
+            group.append((doc, snapshot.chunks(doc)))
+            size += len(group[-1][1])
+            if size >= GROUP_CHUNKS or len(group) >= GROUP_FILES:
+                done += self._flush(group, stored, counts)
+                progress(done=done, total=total, label="indexing")
+                group, size = [], 0
+        if group:
+            done += self._flush(group, stored, counts)
+            progress(done=done, total=total, label="indexing")
+        live = {d.path for d in snapshot.documents}
+        gone = [p for p in stored if p not in live]
+        if gone:
+            with transaction(self.conn):
+                for path in gone:
+                    self.delete_path(path)
+            counts.removed = len(gone)
+
+    def _flush(
+        self, group: list[tuple[Document, list[Chunk]]], stored: dict[str, str], counts: Counts
+    ) -> int:
+        chunks = [c for _, cs in group for c in cs]
+        vectors = self._embed([c.text for c in chunks])
+        with transaction(self.conn):
+            at = 0
+            for doc, doc_chunks in group:
+                if doc.path in stored:
+                    self.delete_path(doc.path)
+                    counts.updated += 1
+                else:
+                    counts.added += 1
+                self.write_chunks(doc_chunks, vectors[at : at + len(doc_chunks)])
+                at += len(doc_chunks)
+                self.write_file(doc)
+        for doc, _ in group:
+            if self.snapshot is not None:
+                self.snapshot.release(doc)
+        return len(group)
+
+    def _embed(self, texts: list[str]) -> list[Vector | None]:
+        if self.embedder is None or not texts:
+            return [None] * len(texts)
+        return list(self.embedder.embed_documents(texts))
+
+    def write_chunks(self, chunks: Sequence[Chunk], vectors: Sequence[Vector | None]) -> None:
+        now = int(time.time() * 1000)
+        for chunk, vector in zip(chunks, vectors, strict=True):
+            if chunk.id in self._written:  # a repeated id (e.g. a hand-copied journal item)
+                self.delete_chunk(chunk.id)
+            self._written.add(chunk.id)
+            self.conn.execute(
+                "INSERT OR REPLACE INTO chunks (id, path, source, start_line, end_line, hash,"
+                " model, text, embedding, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    chunk.id,
+                    chunk.path,
+                    chunk.source,
+                    chunk.start_line,
+                    chunk.end_line,
+                    chunk.hash,
+                    chunk.model,
+                    chunk.text,
+                    encode(vector),
+                    now,
+                ),
+            )
+            self._write_fts(chunk)
+            if vector is not None and self.vector and len(vector):
+                self._write_vec(chunk.id, vector)
+            if chunk.entry is not None:
+                entry = chunk.entry
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO entries (chunk_id, entry_id, importance, category,"
+                    " created_at, text) VALUES (?,?,?,?,?,?)",
+                    (
+                        chunk.id,
+                        entry.id,
+                        entry.importance,
+                        entry.category,
+                        entry.created_at.isoformat(),
+                        entry.text,
+                    ),
+                )
+
+    def _write_fts(self, chunk: Chunk) -> None:
+        if not self.has_fts:
+            return
+        self.conn.execute(
+            "INSERT INTO chunks_fts (text, id, path, source, model, start_line, end_line)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (
+                chunk.text,
+                chunk.id,
+                chunk.path,
+                chunk.source,
+                chunk.model,
+                chunk.start_line,
+                chunk.end_line,
+            ),
+        )
+
+    def _write_vec(self, chunk_id: str, vector: Vector) -> None:
+        if self.dims != len(vector):
+            ensure_vec(self.conn, len(vector))
+            self.dims = len(vector)
+        # No delete first: callers removed the file's (or the chunk's) old rows already.
+        self.conn.execute(
+            "INSERT INTO chunks_vec (id, embedding) VALUES (?, ?)", (chunk_id, encode(vector))
+        )
+
+    def write_file(self, doc: Document) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO files (path, source, hash, mtime, size) VALUES (?,?,?,?,?)",
+            (doc.path, doc.source, doc.hash, int(doc.mtime * 1000), doc.size),
+        )
+
+    def delete_chunk(self, chunk_id: str) -> None:
+        """Remove one chunk's rows (used when importing over an existing id)."""
+        if table_exists(self.conn, "chunks_vec"):
+            self.conn.execute("DELETE FROM chunks_vec WHERE id = ?", (chunk_id,))
+        if table_exists(self.conn, "chunks_fts"):
+            self.conn.execute("DELETE FROM chunks_fts WHERE id = ?", (chunk_id,))
+        self.conn.execute("DELETE FROM entries WHERE chunk_id = ?", (chunk_id,))
+        self.conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
+
+    def delete_path(self, path: str) -> None:
+        """Remove a file's rows from every table."""
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
+        if ids and table_exists(self.conn, "chunks_vec"):
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                marks = ",".join("?" * len(part))
+                self.conn.execute(f"DELETE FROM chunks_vec WHERE id IN ({marks})", part)
+                self.conn.execute(f"DELETE FROM entries WHERE chunk_id IN ({marks})", part)
+        if table_exists(self.conn, "chunks_fts"):
+            self.conn.execute("DELETE FROM chunks_fts WHERE path = ?", (path,))
+        self.conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+        self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
+
+
+def sync_store(
+    store: Store,
+    snapshot: Snapshot,
+    *,
+    embedder: Embedder | None,
+    force: bool,
+    progress: Progress,
+) -> SyncReport:
+    """Sync ``snapshot`` into ``store`` (see the module docstring)."""
+    started = time.perf_counter()
+    before = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
+    wanted = wanted_meta(snapshot, store.tokenizer)
+    counts = Counts()
+    vector = store.driver.vector_path is not None
+    store.follow_swaps()
+    with store.write_lock:
+        store.changed()
+        reason = rebuild_reason(read_meta(store.writer), wanted, force=force)
+        if reason is None:
+            indexer = Indexer(store.writer, snapshot, embedder, vector=vector)
+            indexer.run(snapshot, counts, progress)
+            with transaction(store.writer):
+                write_meta(store.writer, _with_dims(wanted, indexer.dims, store.writer))
+        else:
+            old = {r[0] for r in store.writer.execute("SELECT path FROM files")}
+            _rebuild(store, snapshot, embedder, wanted, counts, progress, vector=vector)
+            counts.removed = len(old - {d.path for d in snapshot.documents})
+        chunks = int(store.writer.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+        store.changed()
+    after = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
+    return SyncReport(
+        backend=store.name,
+        added=counts.added,
+        updated=counts.updated,
+        removed=counts.removed,
+        unchanged=counts.unchanged,
+        chunks=chunks,
+        embedded=after[0] - before[0],
+        cache_hits=after[1] - before[1],
+        full_rebuild=reason is not None,
+        reason=reason,
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+def _with_dims(wanted: dict[str, Any], dims: int | None, conn: Connection) -> dict[str, Any]:
+    """``wanted`` with ``vectorDims`` filled from the vectors written (or kept from before)."""
+    if wanted.get("vectorDims") is not None:
+        return wanted
+    if dims is None:
+        dims = (read_meta(conn) or {}).get("vectorDims")
+    return {**wanted, "vectorDims": dims}
+
+
+def _rebuild(
+    store: Store,
+    snapshot: Snapshot,
+    embedder: Embedder | None,
+    wanted: dict[str, Any],
+    counts: Counts,
+    progress: Progress,
+    *,
+    vector: bool,
+) -> None:
+    temp = store.temp_path()
+    try:
+        conn = store.open(temp)
+        try:
+            indexer = Indexer(conn, snapshot, embedder, vector=vector)
+            indexer.run(snapshot, counts, progress)
+            with transaction(conn):
+                write_meta(conn, _with_dims(wanted, indexer.dims, conn))
+        finally:
+            conn.close()
+        store.replace_with(temp)
+    except BaseException:
+        remove_db(temp)
+        raise

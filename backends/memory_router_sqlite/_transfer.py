@@ -1,0 +1,95 @@
+"""Chunks out of and into an index, with their vectors (for ``migrate``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import Any, cast
+
+import numpy as np
+
+from memory_router import Category, Chunk, Entry
+
+from ._db import Connection, read_meta, transaction, write_meta
+from ._store import Store
+from ._sync import Indexer
+from ._vectors import Vector, decode
+
+BATCH = 500
+
+
+def export_chunks(conn: Connection) -> Iterator[Chunk]:
+    """Every chunk, its embedding (``None`` in keyword-only indexes) and entry metadata."""
+    cursor = conn.execute(
+        "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, c.hash, c.model,"
+        " c.embedding, e.entry_id, e.importance, e.category, e.created_at, e.text"
+        " FROM chunks c LEFT JOIN entries e ON e.chunk_id = c.id ORDER BY c.path, c.start_line"
+    )
+    for r in cursor:
+        vector = decode(r[8])
+        entry = None
+        if r[9] is not None:
+            entry = Entry(
+                id=r[9],
+                text=r[13],
+                importance=float(r[10]),
+                category=cast(Category, r[11]),
+                created_at=datetime.fromisoformat(r[12]),
+            )
+        yield Chunk(
+            id=r[0],
+            path=r[1],
+            source="sessions" if r[2] == "sessions" else "memory",
+            start_line=int(r[3]),
+            end_line=int(r[4]),
+            text=r[5],
+            hash=r[6],
+            model=r[7],
+            embedding=tuple(float(x) for x in vector) if vector is not None else None,
+            entry=entry,
+        )
+
+
+def import_chunks(store: Store, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
+    """Write ``chunks`` (replacing rows with the same id); returns how many were written.
+
+    Files get no ``files`` rows, so the next sync re-checks them against the workspace
+    (through the embedding cache). The fingerprint is stored when the index has none.
+    """
+    written = 0
+    with store.write_lock:
+        conn = store.writer
+        indexer = Indexer(conn, None, None, vector=store.driver.vector_path is not None)
+        batch: list[Chunk] = []
+        for chunk in chunks:
+            batch.append(chunk)
+            if len(batch) >= BATCH:
+                written += _write(conn, indexer, batch)
+                batch = []
+        if batch:
+            written += _write(conn, indexer, batch)
+        store.changed()
+        if read_meta(conn) is None:
+            meta = json.loads(json.dumps({**dict(fingerprint), "ftsTokenizer": store.tokenizer}))
+            with transaction(conn):
+                write_meta(conn, meta)
+    return written
+
+
+def _write(conn: Connection, indexer: Indexer, batch: list[Chunk]) -> int:
+    vectors: list[Vector | None] = [
+        decode_tuple(c.embedding) if c.embedding is not None else None for c in batch
+    ]
+    with transaction(conn):
+        marks = ",".join("?" * len(batch))
+        ids = [c.id for c in batch]
+        existing = [r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE id IN ({marks})", ids)]
+        for chunk_id in existing:
+            indexer.delete_chunk(chunk_id)
+        indexer.write_chunks(batch, vectors)
+    return len(batch)
+
+
+def decode_tuple(values: tuple[float, ...]) -> Vector | None:
+    return np.asarray(values, dtype=np.float32) if values else None

@@ -1,0 +1,231 @@
+"""SQLite backend search: hybrid arithmetic, keyword modes, trigram CJK, vec vs numpy."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memory_router import (
+    BackendResult,
+    EmbeddingError,
+    ProviderContext,
+    ProviderSpec,
+    Router,
+    SearchRequest,
+    hookimpl,
+    testing,
+)
+from memory_router.testing import HashingEmbedder
+
+CORPUS = {
+    "memory/2026-03-01.md": "# Db\n\nThe staging database runs PostgreSQL 16 on host db-stage-3.\n",
+    "memory/2026-03-02.md": "# Cats\n\nThe cat sleeps on the warm database server each noon.\n",
+    "memory/2026-03-03.md": "# Trip\n\nPacked hiking boots for the Dolomites trip in July.\n",
+    "MEMORY.md": "# Prefs\n\nLikes strong coffee and quiet mornings.\n",
+}
+
+
+def request(query: str, candidates: int = 10) -> SearchRequest:
+    return SearchRequest(query=query, max_results=6, min_score=0.0, candidates=candidates)
+
+
+class QueryFailsEmbedder(HashingEmbedder):
+    id = "qfail"
+
+    def embed_query(self, text: str) -> list[float]:
+        raise EmbeddingError("query embedding service down", provider=self.id)
+
+
+class QueryFailsPlugin:
+    @staticmethod
+    @hookimpl
+    def register_embedding_providers(register: Callable[[ProviderSpec], None]) -> None:
+        def factory(context: ProviderContext, model: str) -> QueryFailsEmbedder:
+            return QueryFailsEmbedder()
+
+        register(ProviderSpec(name="qfail", factory=factory))
+
+
+@pytest.fixture
+def build(tmp_path: Path) -> Any:
+    routers: list[Router] = []
+
+    def make(files: dict[str, str] = CORPUS, sub: str = "a", **kwargs: Any) -> Router:
+        base = tmp_path / sub
+        workspace = testing.write_workspace(base / "ws", files)
+        config = testing.router_config(base, workspace, backend="sqlite", **kwargs)
+        router = Router.from_config(config, plugins=[testing, QueryFailsPlugin])
+        routers.append(router)
+        router.sync()
+        return router
+
+    yield make
+    for router in routers:
+        router.close()
+
+
+def raw(router: Router, query: str, candidates: int = 10) -> BackendResult:
+    return router.backend("sqlite").search(request(query, candidates))
+
+
+def cosine(a: str, b: str) -> float:
+    e = HashingEmbedder()
+    return float(np.dot(e.vector(a), e.vector(b)))
+
+
+def test_hybrid_merge_arithmetic(build: Any) -> None:
+    router = build(embedding="hash", query={"hybrid": {"vector_weight": 0.6, "text_weight": 0.2}})
+    result = raw(router, "staging database")
+    assert (result.mode, result.relaxed_min_score) == ("hybrid", 0.25)
+    by_path = {h.path: h for h in result.hits}
+    top = by_path["memory/2026-03-01.md"]
+    assert top is result.hits[0]
+    assert top.vector_score == pytest.approx(cosine("staging database", CORPUS[top.path]), abs=1e-5)
+    assert top.text_score is not None
+    assert top.score == pytest.approx(0.75 * top.vector_score + 0.25 * top.text_score)
+    cat = by_path["memory/2026-03-02.md"]  # has "database" but not "staging": vector side only
+    assert cat.text_score is None
+    assert cat.vector_score is not None
+    assert cat.score == pytest.approx(0.75 * cat.vector_score)
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+
+
+def test_keyword_only_or_mode_matches_any_keyword(build: Any) -> None:
+    router = build()
+    result = raw(router, "What database does the cat use?")
+    assert (result.mode, result.relaxed_min_score) == ("keyword", 0.0)
+    assert {h.path for h in result.hits} == {"memory/2026-03-01.md", "memory/2026-03-02.md"}
+    assert result.hits[0].path == "memory/2026-03-02.md"  # matches both keywords
+    assert all(h.text_score == h.score and h.vector_score is None for h in result.hits)
+
+
+def test_keyword_only_reference_mode(build: Any) -> None:
+    router = build(query={"keyword_mode": "reference"})
+    # The whole query ANDed matches one chunk, boosted above its raw BM25 score.
+    full = raw(router, "hiking boots")
+    assert [h.path for h in full.hits] == ["memory/2026-03-03.md"]
+    assert full.hits[0].score > 0.45 + 0.18 * 0  # coverage boost applied
+    # No chunk has every word: one query per keyword, best score per chunk.
+    fallback = raw(router, "Which boots and coffee?")
+    assert {h.path for h in fallback.hits} == {"memory/2026-03-03.md", "MEMORY.md"}
+    assert all(0 < h.score < 1 for h in fallback.hits)
+
+
+def test_query_embedding_failure_answers_by_keyword_with_a_note(build: Any) -> None:
+    router = build(embedding="qfail")
+    response = router.search("hiking boots")
+    assert response.results[0].path == "memory/2026-03-03.md"
+    assert response.mode == "keyword"
+    assert any("query embedding service down" in note for note in response.notes)
+
+
+def test_vector_only_when_hybrid_is_disabled(build: Any) -> None:
+    router = build(embedding="hash", query={"hybrid": {"enabled": False}})
+    result = raw(router, "coffee mornings")
+    assert result.mode == "vector"
+    assert result.hits[0].path == "MEMORY.md"
+    assert all(h.text_score is None for h in result.hits)
+
+
+def test_numpy_fallback_equals_sqlite_vec(build: Any) -> None:
+    with_vec = build(embedding="hash", sub="vec")
+    without = build(embedding="hash", sub="novec", backends={"sqlite": {"vector": False}})
+    assert with_vec.status(deep=True).backends[0].details["vector"] == "sqlite-vec"
+    assert without.status(deep=True).backends[0].details["vector"] == "numpy"
+    for query in ("database", "warm cat", "trip to the mountains", "coffee"):
+        a, b = raw(with_vec, query), raw(without, query)
+        # Same chunks with the same scores (ties may come in either order).
+        scores_a = {h.chunk_id: h.score for h in a.hits}
+        assert scores_a == pytest.approx({h.chunk_id: h.score for h in b.hits}, abs=1e-5)
+        assert a.hits[0].score == pytest.approx(b.hits[0].score, abs=1e-5)
+
+
+CJK = {
+    "memory/2026-04-01.md": "# 会议\n\n我们决定使用数据库迁移方案。\n",
+    "memory/2026-04-02.md": "# 旅行\n\n下个月去东京旅行。\n",
+}
+
+
+@pytest.mark.parametrize("mode", ["or", "reference"])
+def test_trigram_tokenizer_finds_cjk_terms_long_and_short(build: Any, mode: str) -> None:
+    router = build(
+        CJK, backends={"sqlite": {"fts_tokenizer": "trigram"}}, query={"keyword_mode": mode}
+    )
+    assert [h.path for h in raw(router, "数据库").hits] == ["memory/2026-04-01.md"]
+    assert [h.path for h in raw(router, "东京").hits] == ["memory/2026-04-02.md"]  # LIKE path
+    assert router.status(deep=True).backends[0].details["fts"] == "fts5 (trigram)"
+
+
+def test_unicode61_finds_cjk_with_bigrams_in_or_mode(build: Any) -> None:
+    router = build(CJK)
+    assert raw(router, "东京旅行").hits[0].path == "memory/2026-04-02.md"
+
+
+def test_candidates_limit_and_sources(build: Any) -> None:
+    router = build(embedding="hash")
+    assert len(raw(router, "the", candidates=2).hits) == 2
+    only_sessions = router.backend("sqlite").search(
+        SearchRequest(
+            query="database", max_results=6, min_score=0, candidates=5, sources=("sessions",)
+        )
+    )
+    assert only_sessions.hits == ()
+
+
+def test_export_and_import_round_trip(build: Any, tmp_path: Path) -> None:
+    source = build(embedding="hash", sub="src")
+    chunks = list(source.backend("sqlite").export_chunks())
+    assert len(chunks) == 4
+    assert all(c.embedding is not None and len(c.embedding) == 384 for c in chunks)
+    target = build({}, embedding="hash", sub="dst")
+    written = target.backend("sqlite").import_chunks(chunks, fingerprint=source.fingerprint())
+    assert written == 4
+    a, b = raw(source, "staging database"), raw(target, "staging database")
+    assert [h.chunk_id for h in a.hits] == [h.chunk_id for h in b.hits]
+    assert [h.score for h in a.hits] == pytest.approx([h.score for h in b.hits])
+    again = list(target.backend("sqlite").export_chunks())
+    assert sorted(c.id for c in again) == sorted(c.id for c in chunks)
+
+
+def test_chunks_of_another_model_are_never_returned(build: Any) -> None:
+    router = build(embedding="hash")
+    backend = router.backend("sqlite")
+    foreign = [
+        dataclasses.replace(c, id=f"other-{c.id}", model="other-model")
+        for c in backend.export_chunks()
+    ]
+    assert backend.import_chunks(foreign, fingerprint=router.fingerprint()) == 4
+    assert len(list(backend.export_chunks())) == 8
+    for query in ("staging database", "coffee"):
+        hits = raw(router, query).hits
+        assert hits
+        assert not any((h.chunk_id or "").startswith("other-") for h in hits)
+
+
+def test_searches_run_while_a_sync_writes(build: Any) -> None:
+    many = {
+        f"memory/n-{i:04d}.md": f"# n{i}\n\nnote {i} about staging servers\n" for i in range(800)
+    }
+    router = build({**CORPUS, **many}, embedding="hash")
+    for i in range(0, 800, 2):
+        (router.config.workspace_path / f"memory/n-{i:04d}.md").write_text(f"changed {i}\n")
+    errors: list[str] = []
+
+    def sync() -> None:
+        errors.extend(e for report in router.sync() for e in report.errors)
+
+    worker = threading.Thread(target=sync)
+    worker.start()
+    seen = 0
+    while worker.is_alive() or seen == 0:
+        seen += len(raw(router, "staging database").hits) > 0
+    worker.join(timeout=60)
+    assert not errors
+    assert seen > 0
+    assert raw(router, "changed 400").hits[0].path == "memory/n-0400.md"

