@@ -4,8 +4,10 @@
 
 For each size a synthetic workspace is written to a temporary folder (Zipf-distributed
 words, ~400-character chunks; up to 10k files, so 100k chunks means 10 chunks a file) and
-indexed three times: keyword-only, hybrid (the 384-d hashing embedder) with sqlite-vec
-KNN, and hybrid with ``vector = false`` (exact cosine over vectors held in memory). Search
+indexed four times: keyword-only; hybrid (the 384-d hashing embedder) with the default
+``vector_search = "auto"`` (exact cosine over vectors held in memory while they fit the
+budget); hybrid forced to sqlite-vec KNN; and hybrid with ``vector = false`` (no sqlite-vec
+at all, the numpy path). Search
 latency is measured on the backend (``Backend.search``) and through ``Router.search``.
 """
 
@@ -172,15 +174,23 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), p95
 
 
+CASES: dict[str, tuple[str, dict[str, Any], str]] = {
+    "keyword": ("none", {}, "keyword-only"),
+    "auto": ("hash", {}, "hybrid (hash-384), default auto"),
+    "vec": ("hash", {"vector_search": "sqlite-vec"}, "hybrid (hash-384), sqlite-vec forced"),
+    "numpy": ("hash", {"vector": False}, "hybrid (hash-384), vector = false"),
+}
+
+
 def run_case(
-    base: Path, workspace: Path, embedding: str, vector: bool, qs: list[str]
+    base: Path, workspace: Path, embedding: str, settings: dict[str, Any], qs: list[str]
 ) -> dict[str, Any]:
     config = testing.router_config(
         base,
         workspace,
         backend="sqlite",
         embedding=embedding,
-        settings={"vector": vector},
+        settings=settings,
         chunking={"tokens": 100, "overlap": 0},
         sync={"on_search": False},
     )
@@ -218,7 +228,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument(
-        "--modes", default="keyword,vec,numpy", help="any of keyword, vec (sqlite-vec), numpy"
+        "--modes", default="keyword,auto,vec,numpy", help="any of " + ", ".join(CASES)
     )
     args = parser.parse_args()
     print(f"# {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
@@ -230,12 +240,11 @@ def main() -> None:
             workspace = Path(tmp) / "ws"
             files = write_corpus(workspace, size)
             qs = queries(workspace, args.queries)
-            cases = {"keyword": ("none", True), "vec": ("hash", True), "numpy": ("hash", False)}
-            for embedding, vector in (cases[m] for m in args.modes.split(",")):
-                folder = Path(tmp) / f"{embedding}-{vector}"
-                result = run_case(folder, workspace, embedding, vector, qs)
-                mode = "keyword-only" if embedding == "none" else "hybrid (hash-384)"
-                mode += "" if vector else ", vector = false"
+            for name in args.modes.split(","):
+                embedding, settings, label = CASES[name]
+                folder = Path(tmp) / name
+                result = run_case(folder, workspace, embedding, settings, qs)
+                mode = label
                 b50, b95 = result["backend_ms"]
                 r50, r95 = result["router_ms"]
                 print(

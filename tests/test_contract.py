@@ -26,6 +26,9 @@ class TestSqliteHybridVec(BackendContract):
     backend = "sqlite"
     embedding = "hash"
 
+    def backend_settings(self, tmp_path: Path) -> dict[str, Any]:
+        return {"vector_search": "sqlite-vec"}
+
     def test_deep_status_names_the_sqlite_vec_path(self, make_router: Any, workspace: Path) -> None:
         router = make_router(workspace)
         router.sync()

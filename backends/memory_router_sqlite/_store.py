@@ -43,6 +43,7 @@ class Store:
         self.fts_error: str | None = None
         self._models: frozenset[str] | None = None
         self._matrix: tuple[str, Matrix] | None = None
+        self._counts: tuple[int, str, int] | None = None
         self._version = 0
         self.schema_version = 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,6 +131,20 @@ class Store:
             if version == self._version:  # no write happened while loading
                 self._matrix = (model, matrix)
         return matrix
+
+    def vector_count(self, conn: Connection, model: str) -> int:
+        """How many of ``model``'s chunks carry a vector (cached until the next write)."""
+        version = self._version
+        cached = self._counts
+        if cached is not None and cached[:2] == (version, model):
+            return cached[2]
+        count = int(
+            conn.execute(
+                "SELECT COUNT(*) FROM chunks WHERE model = ? AND length(embedding) > 0", (model,)
+            ).fetchone()[0]
+        )
+        self._counts = (version, model, count)
+        return count
 
     def changed(self) -> None:
         """Forget what was cached about the contents (call after every write)."""

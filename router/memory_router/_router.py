@@ -80,6 +80,7 @@ class Router:
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memory-router")
         self._dirty = True
         self._sessions: set[str] = set()
+        self._probed_dims: tuple[tuple[str, str, str], int] | None = None
         self.last_fallback: Fallback | None = None
         self._closed = False
 
@@ -204,6 +205,7 @@ class Router:
     # -- sync ---------------------------------------------------------------------------
 
     def fingerprint(self) -> dict[str, Any]:
+        """The index fingerprint for the current provider (see :func:`fingerprint_for`)."""
         embedder = self.embedder
         if embedder is None:
             return fingerprint_for(
@@ -214,8 +216,20 @@ class Router:
             provider=embedder.provider_id,
             model=embedder.model,
             provider_key=provider_key(embedder.provider),
-            dims=embedder.dims,
+            dims=self._dims(embedder),
         )
+
+    def _dims(self, embedder: Embedder) -> int:
+        """The vector size; probed once when the provider only learns it from an answer.
+
+        Without the probe the fingerprint would change from ``None`` to N after the first
+        embedding, and the next sync would rebuild the whole index for nothing.
+        """
+        key = (embedder.provider_id, embedder.model, provider_key(embedder.provider))
+        if self._probed_dims is None or self._probed_dims[0] != key:
+            dims = embedder.dims or len(embedder.embed_query("dimension probe"))
+            self._probed_dims = (key, dims)
+        return self._probed_dims[1]
 
     def snapshot(self) -> Snapshot:
         """The workspace's memory files now, with the current fingerprint."""

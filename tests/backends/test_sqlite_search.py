@@ -134,7 +134,9 @@ def test_vector_only_when_hybrid_is_disabled(build: Any) -> None:
 
 
 def test_numpy_fallback_equals_sqlite_vec(build: Any) -> None:
-    with_vec = build(embedding="hash", sub="vec")
+    with_vec = build(
+        embedding="hash", sub="vec", backends={"sqlite": {"vector_search": "sqlite-vec"}}
+    )
     without = build(embedding="hash", sub="novec", backends={"sqlite": {"vector": False}})
     assert with_vec.status(deep=True).backends[0].details["vector"] == "sqlite-vec"
     assert without.status(deep=True).backends[0].details["vector"] == "numpy"
@@ -229,3 +231,17 @@ def test_searches_run_while_a_sync_writes(build: Any) -> None:
     assert not errors
     assert seen > 0
     assert raw(router, "changed 400").hits[0].path == "memory/n-0400.md"
+
+
+def test_auto_searches_in_memory_within_the_budget_and_knn_beyond(build: Any) -> None:
+    auto = build(embedding="hash", sub="auto")
+    knn = build(embedding="hash", sub="tight", backends={"sqlite": {"memory_budget_mb": 0}})
+    details = auto.status(deep=True).backends[0].details
+    assert details["vector"] == "numpy"
+    assert "memory_budget_mb = 512" in details["vector_reason"]
+    assert details["vector_dims"] == 384, "chunks_vec is kept in sync on the memory path too"
+    assert knn.status(deep=True).backends[0].details["vector"] == "sqlite-vec"
+    for query in ("database", "warm cat", "trip to the mountains"):
+        a, b = raw(auto, query), raw(knn, query)
+        scores_a = {h.chunk_id: h.score for h in a.hits}
+        assert scores_a == pytest.approx({h.chunk_id: h.score for h in b.hits}, abs=1e-5)

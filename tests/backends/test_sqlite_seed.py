@@ -115,7 +115,13 @@ def test_seed_index_is_searchable_without_a_sync(tmp_path: Path, with_vec: bool)
 def test_seed_index_is_rebuilt_on_sync_and_stays_searchable(tmp_path: Path) -> None:
     build_seed(tmp_path / "state/agents/main/memory.sqlite", with_vec=False)
     workspace = testing.write_workspace(tmp_path / "ws", {p: t + "\n" for p, t in TEXTS})
-    config = testing.router_config(tmp_path, workspace, backend="sqlite", embedding="hash")
+    config = testing.router_config(
+        tmp_path,
+        workspace,
+        backend="sqlite",
+        embedding="hash",
+        settings={"vector_search": "sqlite-vec"},
+    )
     with Router.from_config(config, plugins=[testing]) as router:
         report = router.sync()[0]
         assert report.full_rebuild

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from memory_router import Embedder, EmbeddingCache, EmbeddingError, EmbeddingProvider, provider_key
+from memory_router import (
+    Embedder,
+    EmbeddingCache,
+    EmbeddingError,
+    EmbeddingProvider,
+    ProviderSpec,
+    Router,
+    get_plugin_manager,
+    hookimpl,
+    load_config,
+    provider_key,
+)
 
 
 class CountingProvider(EmbeddingProvider):
@@ -84,3 +96,47 @@ def test_cache_prunes_oldest(tmp_path: Path) -> None:
         cache.put_many("p", "m", "k", {f"h{i}": np.ones(3, dtype=np.float32)})
     assert cache.count() == 2
     cache.close()
+
+
+class LateDimsProvider(CountingProvider):
+    """Like a remote API at a custom URL: the size is known only after an answer."""
+
+    id = "late"
+    model = "late-3"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.known: int | None = None
+
+    @property
+    def dims(self) -> int | None:
+        return self.known
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.known = 3
+        return super().embed_documents(texts)
+
+
+class LatePlugin:
+    @hookimpl
+    def register_embedding_providers(self, register: Any) -> None:
+        register(ProviderSpec(name="late", factory=lambda context, model: LateDimsProvider()))
+
+
+def test_fingerprint_is_stable_when_dims_are_learnt_late(tmp_path: Path) -> None:
+    config = load_config(
+        None,
+        environ={},
+        overrides={
+            "workspace": str(tmp_path),
+            "state_dir": str(tmp_path / "s"),
+            "embedding": {"provider": "late"},
+        },
+    )
+    pm = get_plugin_manager(plugins=[LatePlugin()], environ={"MEMORY_ROUTER_PLUGINS": "sqlite"})
+    with Router(config, plugin_manager=pm) as router:
+        first = router.fingerprint()
+        assert first["vectorDims"] == 3
+        assert router.embedder is not None
+        router.embedder.embed_documents(["more text"])
+        assert router.fingerprint() == first
