@@ -2,25 +2,20 @@
 
 Each transcript becomes ``<basename>.md``: ``# Session <basename>``, a blank line, then one
 ``User: …``/``Assistant: …`` line per message (the snapshot's flattened text, redacted),
-or ``(empty)``. Hits in an export are mapped back to JSONL line numbers through a line
-map kept beside the exports (``.line-maps.json``; QMD skips dot files). The map is
-rebuilt here from the JSONL with the same message rules, and used only when it has
-exactly as many entries as the flattened text has lines; otherwise hits carry content
-line numbers.
+or ``(empty)``. Hits in an export are mapped back to JSONL line numbers through the
+snapshot's line map, kept beside the exports (``.line-maps.json``; QMD skips dot files).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from memory_router import Snapshot
 
 HEADER_LINES = 2
 """Lines before the first message line in an export (title and blank line)."""
 MAPS_FILE = ".line-maps.json"
-_ROLES = frozenset({"user", "assistant"})
 
 
 def session_markdown(name: str, text: str) -> str:
@@ -48,9 +43,9 @@ def export_sessions(snapshot: Snapshot, export_dir: Path) -> int:
         if not target.is_file() or target.read_text(encoding="utf-8") != content:
             target.write_text(content, encoding="utf-8")
             changed += 1
-        line_map = message_lines(Path(doc.abs_path))
-        if line_map and len(line_map) == len(text.strip().split("\n")):
-            maps[target.name] = line_map
+        line_map = snapshot.line_map(doc)
+        if line_map:
+            maps[target.name] = list(line_map)
     for stale in export_dir.glob("*.md"):
         if stale.name not in produced:
             stale.unlink(missing_ok=True)
@@ -65,42 +60,3 @@ def load_line_maps(export_dir: Path) -> dict[str, list[int]]:
     except (OSError, ValueError):
         return {}
     return {str(k): [int(n) for n in v] for k, v in data.items()} if isinstance(data, dict) else {}
-
-
-def message_lines(path: Path) -> list[int]:
-    """1-based JSONL line numbers of the user/assistant messages that carry text."""
-    try:
-        raw = path.read_bytes().decode("utf-8", errors="replace")
-    except OSError:
-        return []
-    return [n for n, line in enumerate(raw.split("\n"), start=1) if _has_text(_record(line))]
-
-
-def _record(line: str) -> dict[str, Any] | None:
-    if not line.strip():
-        return None
-    try:
-        value = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _has_text(record: dict[str, Any] | None) -> bool:
-    message = record.get("message") if record else None
-    if record is None or record.get("type") != "message" or not isinstance(message, dict):
-        return False
-    if message.get("role") not in _ROLES:
-        return False
-    content = message.get("content")
-    if isinstance(content, str):
-        return bool(content.strip())
-    if not isinstance(content, list):
-        return False
-    return any(
-        isinstance(b, dict)
-        and b.get("type") == "text"
-        and isinstance(b.get("text"), str)
-        and b["text"].strip()
-        for b in content
-    )

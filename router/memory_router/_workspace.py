@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import _chunking, _discovery, _journal, _sessions
 from ._config import Config
@@ -42,7 +42,7 @@ class Snapshot:
     documents: tuple[Document, ...]
     fingerprint: Mapping[str, Any]
     model: str
-    _cache: dict[str, tuple[str, list[Chunk]]] = field(
+    _cache: dict[str, Loaded] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -61,7 +61,11 @@ class Snapshot:
         """The document's chunks, whitespace-only ones dropped, ids computed with :attr:`model`."""
         return self._load(doc)[1]
 
-    def _load(self, doc: Document) -> tuple[str, list[Chunk]]:
+    def line_map(self, doc: Document) -> tuple[int, ...]:
+        """For a transcript: the JSONL line number of each line of :meth:`text`; else ``()``."""
+        return self._load(doc)[2]
+
+    def _load(self, doc: Document) -> Loaded:
         cached = self._cache.get(doc.path)
         if cached is None:
             cached = load_document(doc, self.config, self.model)
@@ -73,18 +77,28 @@ class Snapshot:
         self._cache.pop(doc.path, None)
 
 
-def load_document(doc: Document, config: Config, model: str) -> tuple[str, list[Chunk]]:
+class Loaded(NamedTuple):
+    """A document read and chunked: its text, chunks and (transcripts) line map."""
+
+    text: str
+    chunks: list[Chunk]
+    line_map: tuple[int, ...] = ()
+
+
+def load_document(doc: Document, config: Config, model: str) -> Loaded:
     """Read and chunk one document according to its kind."""
     tokens, overlap = config.chunking.tokens, config.chunking.overlap
+    line_map: tuple[int, ...] = ()
     if doc.kind == "journal":
         items = _journal.read_items(Path(doc.abs_path))
         text = _journal.journal_text([item.entry for item in items])
-        return text, _journal.entry_chunks(doc.path, items, model=model)
+        return Loaded(text, _journal.entry_chunks(doc.path, items, model=model))
     if doc.kind == "session":
         session = _sessions.build_session_entry(Path(doc.abs_path))
         raw = _chunking.chunk_markdown(session.content, tokens=tokens, overlap=overlap)
         raw = _sessions.remap_lines(raw, session.line_map)
         text = session.content
+        line_map = tuple(session.line_map)
     else:
         text = Path(doc.abs_path).read_text(encoding="utf-8", errors="replace")
         raw = _chunking.chunk_markdown(text, tokens=tokens, overlap=overlap)
@@ -102,7 +116,7 @@ def load_document(doc: Document, config: Config, model: str) -> tuple[str, list[
         for r in raw
         if r.text.strip()
     ]
-    return text, chunks
+    return Loaded(text, chunks, line_map)
 
 
 def take_snapshot(config: Config, *, fingerprint: Mapping[str, Any], model: str) -> Snapshot:
