@@ -1,6 +1,6 @@
 """Benchmark the QMD backend: warm MCP sidecar vs one process per query, and LoCoMo recall.
 
-    .venv/bin/python bench/bench_qmd.py [--data /work/shared/data/locomo/locomo10.json]
+    .venv/bin/python bench/bench_qmd.py [--data ../shared/data/locomo/locomo10.json]
         [--conversations 10] [--latency-queries 200] [--skip-recall] [--embed-model X.gguf]
 
 1. Latency, same corpus (LoCoMo conversation 0 written as one Markdown file per session),
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import tempfile
@@ -35,7 +36,12 @@ from typing import Any
 
 from memory_router import Router, SearchRequest, testing
 
-DATA = Path("/work/shared/data/locomo/locomo10.json")
+# The data stays in ../shared beside the checkout (never copied in); override with --data
+# or MEMORY_ROUTER_LOCOMO.
+DATA = Path(
+    os.environ.get("MEMORY_ROUTER_LOCOMO")
+    or Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo10.json"
+)
 _EVIDENCE = re.compile(r"^D(\d+):\d+$")
 _SESSION_FILE = re.compile(r"session-(\d+)\.md$")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import statistics
 import tempfile
@@ -28,7 +29,12 @@ from typing import Any
 
 from memory_router import Router, testing
 
-DATA = Path("/work/shared/data/locomo/locomo10.json")
+# The data stays in ../shared beside the checkout (never copied in); override it with
+# or MEMORY_ROUTER_LOCOMO.
+DATA = Path(
+    os.environ.get("MEMORY_ROUTER_LOCOMO")
+    or Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo10.json"
+)
 _DIA = re.compile(r"D(\d+):(\d+)")
 
 
