@@ -30,7 +30,7 @@ from typing import Any
 from memory_router import Router, testing
 
 # The data stays in ../shared beside the checkout (never copied in); override it with
-# or MEMORY_ROUTER_LOCOMO.
+# MEMORY_ROUTER_LOCOMO.
 DATA = Path(
     os.environ.get("MEMORY_ROUTER_LOCOMO")
     or Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo10.json"
