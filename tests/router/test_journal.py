@@ -372,7 +372,7 @@ def test_workspace_loads_the_journal_as_entry_chunks(journal: Path) -> None:
     append_entry(journal, entry("stored fact", category="fact"))
     config = Config(workspace=str(workspace))
     [doc] = [d for d in discover_documents(config) if d.kind == "journal"]
-    text, chunks = load_document(doc, config, "fts-only")
+    text, chunks, _ = load_document(doc, config, "fts-only")
     assert text == journal.read_text()
     [chunk] = chunks
     assert chunk.entry == entry("stored fact", category="fact")
