@@ -138,7 +138,9 @@ def run(args: argparse.Namespace) -> Scores:
                     "keyword_mode": args.keyword_mode,
                     "max_injected_chars": 0,
                     "temporal_decay": {"enabled": args.decay},
+                    "hybrid": {"keyword_query": args.hybrid_keyword},
                 },
+                **({"cache": {"path": str(Path(args.cache).resolve())}} if args.cache else {}),
             )
             with Router.from_config(config, plugins=[testing]) as router:
                 router.sync()
@@ -153,6 +155,17 @@ def main() -> None:
     parser.add_argument("--embedding", default="none", help="provider name; none = keyword-only")
     parser.add_argument("--decay", action="store_true", help="enable temporal decay (30 days)")
     parser.add_argument("-k", type=int, default=10)
+    parser.add_argument(
+        "--hybrid-keyword",
+        choices=["and", "or"],
+        default="or",
+        help="query.hybrid.keyword_query: how hybrid's keyword side matches",
+    )
+    parser.add_argument(
+        "--cache",
+        default="",
+        help="an embedding cache file kept between runs (re-runs embed nothing)",
+    )
     args = parser.parse_args()
     digest = hashlib.sha256(DATA.read_bytes()).hexdigest()
     print(f"dataset {DATA} sha256 {digest}")
@@ -161,6 +174,7 @@ def main() -> None:
     n = len(scores.turn)
     print(
         f"backend={args.backend} embedding={args.embedding} keyword_mode={args.keyword_mode}"
+        f" hybrid_keyword={args.hybrid_keyword}"
         f" decay={args.decay} k={args.k}"
     )
     print(f"questions={n} (skipped without evidence: {scores.skipped})")

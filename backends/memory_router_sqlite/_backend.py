@@ -151,7 +151,8 @@ class SqliteBackend(Backend):
         if not hybrid.enabled or not has_fts:
             only = [self._hit(r, vector_score=r.score) for r in vector.values()]
             return BackendResult(hits=tuple(self._with_entries(conn, only)), mode="vector")
-        keyword = _search.keyword_and(conn, scope, request.query)
+        keyword_side = _search.keyword_or if hybrid.keyword_query == "or" else _search.keyword_and
+        keyword = keyword_side(conn, scope, request.query)
         hits = merge(keyword, vector, hybrid.vector_weight, hybrid.text_weight, self.name)
         return BackendResult(
             hits=tuple(self._with_entries(conn, hits[: request.candidates])),

@@ -112,7 +112,11 @@ def keyword_and(conn: Connection, scope: Scope, query: str) -> dict[str, Row]:
 
 def keyword_or(conn: Connection, scope: Scope, query: str) -> dict[str, Row]:
     """One BM25 query over the OR of the extracted keywords (raw tokens when none)."""
-    keywords = extract_keywords(query, trigram=scope.trigram) or query_tokens(query)
+    tokens = query_tokens(query)
+    keywords = extract_keywords(query, trigram=scope.trigram) or tokens
+    # Extraction drops pure numbers (a stop-word rule for the AND fallback); under BM25 a
+    # number like "650" or "2022" is often the most telling term, and IDF weighs it.
+    keywords += [t for t in dict.fromkeys(tokens) if t.isdigit() and t not in keywords]
     match_terms, likes = _split_trigram(keywords[:MAX_TERMS], scope.trigram)
     found = _run(conn, scope, build_or_query(match_terms), [], any_like=True)
     if likes:

@@ -43,12 +43,19 @@ class ChunkingConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HybridConfig:
-    """``[query.hybrid]``: weighted merge of vector and keyword scores."""
+    """``[query.hybrid]``: weighted merge of vector and keyword scores.
+
+    ``keyword_query`` is how the keyword side matches: ``"or"`` (BM25 over the OR of the
+    extracted keywords, as the default keyword-only mode does; the default because it
+    measures far better on LoCoMo) or ``"and"`` (OpenClaw's: every query token must be in
+    the chunk).
+    """
 
     enabled: bool = True
     vector_weight: float = 0.7
     text_weight: float = 0.3
     candidate_multiplier: int = 4
+    keyword_query: Literal["or", "and"] = "or"
 
     def __post_init__(self) -> None:
         vector = min(max(self.vector_weight, 0.0), 1.0)

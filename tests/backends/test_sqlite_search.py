@@ -80,7 +80,9 @@ def cosine(a: str, b: str) -> float:
 
 
 def test_hybrid_merge_arithmetic(build: Any) -> None:
-    router = build(embedding="hash", query={"hybrid": {"vector_weight": 0.6, "text_weight": 0.2}})
+    # OpenClaw's reference arithmetic, with its AND keyword side.
+    hybrid = {"vector_weight": 0.6, "text_weight": 0.2, "keyword_query": "and"}
+    router = build(embedding="hash", query={"hybrid": hybrid})
     result = raw(router, "staging database")
     assert (result.mode, result.relaxed_min_score) == ("hybrid", 0.25)
     by_path = {h.path: h for h in result.hits}
@@ -245,3 +247,18 @@ def test_auto_searches_in_memory_within_the_budget_and_knn_beyond(build: Any) ->
         a, b = raw(auto, query), raw(knn, query)
         scores_a = {h.chunk_id: h.score for h in a.hits}
         assert scores_a == pytest.approx({h.chunk_id: h.score for h in b.hits}, abs=1e-5)
+
+
+def test_hybrid_keyword_side_and_versus_or(build: Any) -> None:
+    """``and`` scores only chunks holding every query word; ``or`` any chunk with a keyword."""
+    query = "which database does the cat like"
+    strict = raw(
+        build(embedding="hash", sub="and", query={"hybrid": {"keyword_query": "and"}}), query
+    )
+    loose = raw(build(embedding="hash", sub="or"), query)  # the default
+    assert all(h.text_score is None for h in strict.hits), "no chunk holds every word"
+    keyword_hits = {h.path for h in loose.hits if h.text_score is not None}
+    assert keyword_hits == {"memory/2026-03-01.md", "memory/2026-03-02.md"}
+    top = loose.hits[0]
+    assert top.path == "memory/2026-03-02.md", "the chunk with both keywords ranks first"
+    assert top.score == pytest.approx(0.7 * (top.vector_score or 0) + 0.3 * (top.text_score or 0))
