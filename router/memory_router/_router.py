@@ -15,7 +15,7 @@ from typing import Any
 import pluggy
 
 from . import _files, _journal, _plugins, _ranking
-from ._backend import Backend, BackendContext, BackendSpec
+from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
 from ._breaker import CircuitBreaker
 from ._config import Config, load_config
 from ._embedding import Embedder, EmbeddingCache, provider_key
@@ -23,14 +23,12 @@ from ._exceptions import (
     BackendError,
     BackendTimeout,
     BackendUnavailable,
-    ConfigError,
-    EmbeddingError,
     InvalidInput,
     MemoryRouterError,
     NotFound,
 )
 from ._providers import ProviderChoice, ProviderContext, choose_provider, fallback_factory
-from ._settings import parse_settings
+from ._status import embedding_status, source_counts
 from ._types import (
     BackendStatus,
     Category,
@@ -62,7 +60,7 @@ class Router:
         self.config = config
         self.pm = plugin_manager or _plugins.get_plugin_manager()
         self.backend_specs: dict[str, BackendSpec] = _plugins.backend_specs(self.pm)
-        self._settings = self._validate_backend_settings()
+        self._settings = validate_backend_settings(config, self.backend_specs)
         self._backends: dict[str, Backend] = {}
         self._synced: set[str] = set()
         self._breakers = {
@@ -112,38 +110,6 @@ class Router:
         self.close()
 
     # -- construction -----------------------------------------------------------------
-
-    def _validate_backend_settings(self) -> dict[str, Any]:
-        source = self.config.file or "<defaults>"
-        unknown = [
-            n
-            for n in (*self.config.router.chain, *self.config.backends)
-            if n not in self.backend_specs
-        ]
-        if unknown:
-            installed = ", ".join(sorted(self.backend_specs)) or "none"
-            raise ConfigError(
-                f"no backend named {unknown[0]!r} is installed (installed: {installed})",
-                path=source,
-                table="router" if unknown[0] in self.config.router.chain else "backends",
-                key="chain" if unknown[0] in self.config.router.chain else unknown[0],
-            )
-        if not self.config.router.chain:
-            raise ConfigError(
-                "the chain needs at least one backend", path=source, table="router", key="chain"
-            )
-        settings: dict[str, Any] = {}
-        for name, spec in self.backend_specs.items():
-            table = self.config.backends.get(name)
-            if spec.settings is not None:
-                settings[name] = parse_settings(
-                    spec.settings, table, path=source, table=f"backends.{name}"
-                )
-            elif table:
-                raise ConfigError(
-                    f"backend {name!r} takes no settings", path=source, table=f"backends.{name}"
-                )
-        return settings
 
     def _provider_choice(self) -> ProviderChoice:
         with self._lock:
@@ -322,6 +288,20 @@ class Router:
             mode=mode,
             timeout=self.config.router.timeout_s,
         )
+        return self._answer(
+            query, request, session_key=session_key, started=started, timings=timings
+        )
+
+    def _answer(
+        self,
+        query: str,
+        request: SearchRequest,
+        *,
+        session_key: str | None,
+        started: float,
+        timings: dict[str, float],
+    ) -> SearchResponse:
+        """Walk the chain: the first backend that answers is shaped into the response."""
         attempts: list[Fallback] = []
         for name in self.config.router.chain:
             breaker = self._breakers[name]
@@ -463,14 +443,8 @@ class Router:
             breakers={n: b.snapshot() for n, b in self._breakers.items()},
             last_fallback=self.last_fallback,
             embedding=self._embedding_status(deep=deep),
-            sources=self._source_counts(),
+            sources=source_counts(self.config),
         )
-
-    def _source_counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for doc in take_snapshot(self.config, fingerprint={}, model=FTS_ONLY).documents:
-            counts[doc.source] = counts.get(doc.source, 0) + 1
-        return counts
 
     def _embedding_status(self, *, deep: bool) -> dict[str, Any]:
         try:
@@ -481,27 +455,7 @@ class Router:
                 "requested": self.config.embedding.provider,
                 "error": error.message,
             }
-        embedder = self._embedder
-        switched = (embedder.fallback_event if embedder else None) or choice.fallback
-        info: dict[str, Any] = {
-            "requested": choice.requested,
-            "provider": embedder.provider_id if embedder else None,
-            "model": embedder.model if embedder else None,
-            "mode": "hybrid" if embedder else "keyword-only",
-            "unavailable_reason": choice.unavailable_reason,
-            "fallback": switched.to_dict() if switched else None,
-            "cache_entries": self._cache.count() if self._cache else None,
-        }
-        if deep and embedder is not None:
-            started = time.perf_counter()
-            try:
-                vector = embedder.embed_query("ping")
-                info.update(
-                    probe="ok", dims=len(vector), latency_ms=(time.perf_counter() - started) * 1000
-                )
-            except EmbeddingError as error:
-                info.update(probe="failed", error=error.message)
-        return info
+        return embedding_status(choice, self._embedder, self._cache, deep=deep)
 
     def close(self) -> None:
         """Close backends, the embedder and the cache. Idempotent."""

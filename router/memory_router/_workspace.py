@@ -42,9 +42,7 @@ class Snapshot:
     documents: tuple[Document, ...]
     fingerprint: Mapping[str, Any]
     model: str
-    _cache: dict[str, Loaded] = field(
-        default_factory=dict, repr=False, compare=False
-    )
+    _cache: dict[str, Loaded] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def workspace(self) -> Path:
