@@ -61,7 +61,7 @@ def config_keys(cls: type, table: str = "") -> Iterator[tuple[str, str]]:
     hints = typing.get_type_hints(cls)
     for field in dataclasses.fields(cls):
         name = toml_name(field)
-        if name.startswith("__"):
+        if field.metadata.get("internal"):
             continue  # not settable from TOML (Config.file)
         hint: Any = hints[field.name]
         if dataclasses.is_dataclass(hint) and hint is not Secret:

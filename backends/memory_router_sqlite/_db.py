@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_router import BackendUnavailable
+from memory_router import BackendError, BackendUnavailable
 
 META_KEY = "memory_index_meta_v1"
 Connection = Any  # sqlite3.Connection or sqlean's look-alike: the same DB-API surface
@@ -71,10 +72,21 @@ def _load_vec(conn: Connection, path: str) -> None:
         conn.enable_load_extension(False)
 
 
-def connect(driver: Driver, path: Path | str, *, busy_timeout_ms: int) -> Connection:
-    """A connection in WAL mode with a busy timeout and sqlite-vec loaded when available."""
+def connect(
+    driver: Driver, path: Path | str, *, busy_timeout_ms: int, create: bool = True
+) -> Connection:
+    """A connection in WAL mode with a busy timeout and sqlite-vec loaded when available.
+
+    ``create = False`` (readers) never creates the file: a reader that arrives while a
+    rebuilt index is being swapped in fails to open instead of creating an empty one.
+    """
+    target = str(path) if create else f"file:{urllib.parse.quote(str(path))}?mode=rw"
     conn = driver.module.connect(
-        str(path), check_same_thread=False, timeout=busy_timeout_ms / 1000, isolation_level=None
+        target,
+        check_same_thread=False,
+        timeout=busy_timeout_ms / 1000,
+        isolation_level=None,
+        uri=not create,
     )
     try:
         if driver.vector_path:
@@ -218,6 +230,27 @@ def write_meta(conn: Connection, meta: dict[str, Any]) -> None:
     )
 
 
-def translate(error: Exception, *, backend: str, doing: str) -> BackendUnavailable:
-    """A driver exception as the one error type that leaves this backend."""
-    return BackendUnavailable(f"sqlite {doing} failed: {error}", backend=backend)
+_UNAVAILABLE = (
+    "unable to open",
+    "disk i/o",
+    "not a database",
+    "malformed",
+    "locked",
+    "readonly",
+    "read-only",
+    "no such table",
+)
+
+
+def translate(error: Exception, *, backend: str, doing: str) -> BackendError:
+    """A driver exception as a :class:`BackendError`.
+
+    Errors of the file itself (cannot open, corrupt, locked, read-only, missing tables)
+    are :class:`BackendUnavailable`: the router opens the circuit at once. Anything else
+    concerns one call (one odd query or value) and must not take the backend down.
+    """
+    message = f"sqlite {doing} failed: {error}"
+    text = str(error).lower()
+    if isinstance(error, OSError) or any(marker in text for marker in _UNAVAILABLE):
+        return BackendUnavailable(message, backend=backend)
+    return BackendError(message, backend=backend)

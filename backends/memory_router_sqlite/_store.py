@@ -37,6 +37,11 @@ class Store:
         self.name = name
         self.write_lock = threading.RLock()
         self._pool_lock = threading.Lock()
+        # Readers in flight, and a swap waiting for them: a rebuilt index is never moved
+        # into place under a reader's open connection (that gave "disk I/O error").
+        self._gate = threading.Condition()
+        self._readers = 0
+        self._swapping = False
         self._idle: list[Connection] = []
         self._generation = 0
         self._closed = False
@@ -93,6 +98,20 @@ class Store:
     @contextlib.contextmanager
     def reader(self) -> Iterator[Connection]:
         """A read connection for the current file, returned to the pool afterwards."""
+        with self._gate:
+            while self._swapping:
+                self._gate.wait()
+            self._readers += 1
+        try:
+            with self._reader() as conn:
+                yield conn
+        finally:
+            with self._gate:
+                self._readers -= 1
+                self._gate.notify_all()
+
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[Connection]:
         self.follow_swaps()
         with self._pool_lock:
             if self._closed:
@@ -100,7 +119,7 @@ class Store:
             generation = self._generation
             conn = self._idle.pop() if self._idle else None
         if conn is None:
-            conn = connect(self.driver, self.path, busy_timeout_ms=self.busy_timeout_ms)
+            conn = self._connect_reader()
         try:
             yield conn
         finally:
@@ -110,6 +129,19 @@ class Store:
                     self._idle.append(conn)
             if not keep:
                 conn.close()
+
+    def _connect_reader(self) -> Connection:
+        """Open a reader; while a rebuild is being swapped in the file may be missing a moment."""
+        for attempt in range(20):
+            try:
+                return connect(
+                    self.driver, self.path, busy_timeout_ms=self.busy_timeout_ms, create=False
+                )
+            except Exception as error:
+                if "unable to open" not in str(error).lower() or attempt == 19:
+                    raise
+                time.sleep(0.025)
+        raise AssertionError("unreachable")
 
     def models(self, conn: Connection) -> frozenset[str]:
         """The embedding models of the stored chunks (cached until the next write)."""
@@ -170,6 +202,18 @@ class Store:
         The old file (and its -wal/-shm) is moved aside, the new one renamed into place,
         and the old one deleted; if a rename fails the old file is put back.
         """
+        with self._gate:
+            self._swapping = True
+            while self._readers:
+                self._gate.wait()
+        try:
+            self._swap(temp)
+        finally:
+            with self._gate:
+                self._swapping = False
+                self._gate.notify_all()
+
+    def _swap(self, temp: Path) -> None:
         self._drop_connections()
         self.changed()
         backup = self.path.with_name(f"{self.path.name}.backup-{uuid.uuid4().hex}")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._exceptions import ConfigError
-from ._settings import Secret, parse_settings
+from ._settings import Secret, parse_settings, settings_to_dict, toml_name
 
 DEFAULT_LOCAL_MODEL = (
     "hf:ggml-org/embeddinggemma-300m-qat-q8_0-GGUF/embeddinggemma-300m-qat-Q8_0.gguf"
@@ -110,6 +110,8 @@ class QueryConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_results", max(1, self.max_results))
         object.__setattr__(self, "min_score", min(max(self.min_score, 0.0), 1.0))
+        object.__setattr__(self, "max_snippet_chars", max(1, self.max_snippet_chars))
+        object.__setattr__(self, "max_injected_chars", max(0, self.max_injected_chars))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,6 +197,10 @@ class RouterConfig:
     standby: Literal["hot", "cold"] = "cold"
     breaker: BreakerConfig = field(default_factory=BreakerConfig)
 
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0:
+            raise ValueError("timeout_s must be more than 0")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EntriesConfig:
@@ -226,7 +232,7 @@ class Config:
     router: RouterConfig = field(default_factory=RouterConfig)
     entries: EntriesConfig = field(default_factory=EntriesConfig)
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
-    file: str | None = field(default=None, metadata={"toml": "__file__"})
+    file: str | None = field(default=None, metadata={"internal": True})
 
     def expand(self, value: str) -> Path:
         """Resolve a configured path: tokens, ``~``, and relative to the config's folder."""
@@ -301,13 +307,19 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 
 def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, list[str], Any]]:
-    """``(variable, key path, value)`` for every ``MEMORY_ROUTER_A__B=value`` override."""
+    """``(variable, key path, value)`` for every ``MEMORY_ROUTER_A__B=value`` override.
+
+    Only variables whose first segment is a top-level key or table of :class:`Config`
+    are overrides; other ``MEMORY_ROUTER_*`` names belong to plugins (for example
+    ``MEMORY_ROUTER_HF_ENDPOINT``) and are left alone.
+    """
+    top = {toml_name(f) for f in dataclasses.fields(Config) if not f.metadata.get("internal")}
     found = []
     for name, raw in sorted(environ.items()):
         if not name.startswith(ENV_PREFIX) or name[len(ENV_PREFIX) :] in RESERVED_ENV:
             continue
         keys = [k.lower() for k in name[len(ENV_PREFIX) :].split("__")]
-        if not all(keys):
+        if not all(keys) or keys[0] not in top:
             continue
         try:
             value = tomllib.loads(f"v = {raw}")["v"]
@@ -315,6 +327,17 @@ def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, list[str], Any]
             value = raw
         found.append((name, keys, value))
     return found
+
+
+def apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
+    """``config`` with nested ``overrides`` applied and validated again."""
+    data = settings_to_dict(config)
+    for keys, value in _flatten(overrides):
+        data = _set_in(data, keys, value)
+    source = config.file or "<overrides>"
+    return dataclasses.replace(
+        parse_settings(Config, data, path=source, table=""), file=config.file
+    )
 
 
 def load_config(

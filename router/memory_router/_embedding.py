@@ -108,10 +108,28 @@ class EmbeddingCache:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.max_entries = max_entries
+        self.recovered: str | None = None
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=5.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(self._SCHEMA)
+        try:
+            self._db = self._open()
+        except sqlite3.DatabaseError as error:
+            # The cache is derived data: a damaged file is moved aside, never fatal.
+            aside = f"{self.path}.corrupt-{int(time.time())}"
+            for suffix in ("", "-wal", "-shm"):
+                if Path(self.path + suffix).exists():
+                    Path(self.path + suffix).replace(aside + suffix)
+            self.recovered = f"{error}; moved to {aside}"
+            self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, check_same_thread=False, timeout=5.0)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(self._SCHEMA)
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
 
     def get_many(
         self, provider: str, model: str, key: str, hashes: Sequence[str]

@@ -44,6 +44,10 @@ def _normalize(path: object) -> str:
         raise InvalidInput("path is required", key="path")
     if "\x00" in path:
         raise _refuse(path.replace("\x00", "\\0"), "NUL byte in path")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _refuse(path.encode("utf-8", "replace").decode(), "not valid Unicode") from None
     clean = path.strip().replace("\\", "/")
     if clean.startswith("/") or os.path.isabs(clean) or clean.startswith("~"):
         raise _refuse(path, "absolute paths are not accepted; use a workspace-relative path")

@@ -93,6 +93,15 @@ def choose_provider(specs: Mapping[str, ProviderSpec], context: ProviderContext)
             unavailable_reason="; ".join(reasons) or "no embedding provider is installed",
             tried=tuple(s.name for s in ordered),
         )
+    fallback = settings.fallback
+    if fallback not in ("none", "") and fallback not in specs:
+        raise ConfigError(
+            f"unknown fallback embedding provider {fallback!r}"
+            f" (installed: {', '.join(sorted(specs)) or 'none'})",
+            path=context.config.file or "<defaults>",
+            table="embedding",
+            key="fallback",
+        )
     chosen = specs.get(requested)
     if chosen is None:
         raise ConfigError(

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import threading
 import time
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pluggy
 
 from . import _files, _journal, _plugins, _ranking
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
 from ._breaker import CircuitBreaker
-from ._config import Config, load_config
+from ._config import Config, apply_overrides, load_config
 from ._embedding import Embedder, EmbeddingCache, provider_key
 from ._exceptions import (
     BackendError,
@@ -45,6 +45,7 @@ from ._types import (
 from ._workspace import Snapshot, fingerprint_for, take_snapshot
 
 FTS_ONLY = "fts-only"
+T = TypeVar("T")
 
 
 class Router:
@@ -75,8 +76,11 @@ class Router:
         self._choice: ProviderChoice | None = None
         self._embedder: Embedder | None = None
         self._cache: EmbeddingCache | None = None
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memory-router")
-        self._dirty = True
+        # Changes to the workspace made through this router (store/forget), and the count
+        # the last sync saw: a store during a running sync stays pending.
+        self._changes = 1
+        self._synced_changes = 0
+        self._last_sync = 0.0
         self._sessions: set[str] = set()
         self._probed_dims: tuple[tuple[str, str, str], int] | None = None
         self.last_fallback: Fallback | None = None
@@ -99,7 +103,7 @@ class Router:
         if not isinstance(config, Config):
             config = load_config(config, overrides=overrides)
         elif overrides:
-            config = load_config(config.file, overrides=overrides) if config.file else config
+            config = apply_overrides(config, overrides)
         pm = plugin_manager or _plugins.get_plugin_manager(plugins=plugins)
         return cls(config, plugin_manager=pm)
 
@@ -113,26 +117,24 @@ class Router:
 
     def _provider_choice(self) -> ProviderChoice:
         with self._lock:
-            if self._choice is None:
-                context = ProviderContext(
-                    config=self.config, state_dir=self.config.agent_state_path
-                )
-                specs = _plugins.provider_specs(self.pm)
-                self._choice = choose_provider(specs, context)
-                if self._choice.provider is not None:
-                    cache = None
-                    if self.config.cache.enabled:
-                        path = self.config.expand(self.config.cache.path)
-                        cache = EmbeddingCache(
-                            path, max_entries=self.config.cache.max_entries or None
-                        )
-                    self._cache = cache
-                    self._embedder = Embedder(
-                        self._choice.provider,
-                        cache=cache,
-                        fallback=fallback_factory(specs, context, self._choice.provider.id),
+            if self._choice is not None:
+                return self._choice
+            context = ProviderContext(config=self.config, state_dir=self.config.agent_state_path)
+            specs = _plugins.provider_specs(self.pm)
+            choice = choose_provider(specs, context)
+            if choice.provider is not None:
+                if self.config.cache.enabled:
+                    path = self.config.expand(self.config.cache.path)
+                    self._cache = EmbeddingCache(
+                        path, max_entries=self.config.cache.max_entries or None
                     )
-            return self._choice
+                self._embedder = Embedder(
+                    choice.provider,
+                    cache=self._cache,
+                    fallback=fallback_factory(specs, context, choice.provider.id),
+                )
+            self._choice = choice
+            return choice
 
     @property
     def embedder(self) -> Embedder | None:
@@ -140,8 +142,13 @@ class Router:
         self._provider_choice()
         return self._embedder
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidInput("this router is closed; build a new one", key="router")
+
     def backend(self, name: str) -> Backend:
         """The backend called ``name``, built on first use."""
+        self._check_open()
         with self._lock:
             if name in self._backends:
                 return self._backends[name]
@@ -225,12 +232,15 @@ class Router:
             if backends is not None
             else (list(chain) if self.config.router.standby == "hot" else [chain[0]])
         )
+        self._check_open()
         with self._sync_lock:
+            seen = self._changes
             snapshot = self.snapshot()
             reports = [
                 self._sync_one(name, snapshot, force=force, progress=progress) for name in names
             ]
-            self._dirty = False
+            self._synced_changes = seen
+            self._last_sync = time.monotonic()
             return reports
 
     def _sync_one(
@@ -265,20 +275,27 @@ class Router:
         backend fails, the next one answers and ``fallback`` says why, unless the policy
         is ``fallback = "none"``, which raises instead.
         """
+        self._check_open()
         if not isinstance(query, str):
             raise InvalidInput("query must be a string", key="query")
+        if session_key is not None and not isinstance(session_key, str):
+            raise InvalidInput("session_key must be a string", key="session_key")
         q = self.config.query
-        limit = max(1, int(max_results)) if max_results is not None else q.max_results
-        threshold = min(max(float(min_score), 0.0), 1.0) if min_score is not None else q.min_score
-        text = query.replace("\x00", " ").strip()
+        limit = (
+            _positive_int(max_results, "max_results") if max_results is not None else q.max_results
+        )
+        threshold = _unit_float(min_score, "min_score") if min_score is not None else q.min_score
+        # NUL and lone surrogates (they arrive through JSON) cannot reach a backend.
+        text = query.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8").strip()
         started = time.perf_counter()
         timings: dict[str, float] = {}
         if not text:
             return self._response(
                 query, (), backend=self.config.router.chain[0], mode="empty", timings=timings
             )
-        if self._needs_sync(session_key):
-            self.sync()
+        self._provider_choice()  # configuration errors surface here, not as backend failures
+        sync_notes = self._reconcile(session_key)
+        if self._last_sync and started <= self._last_sync:
             timings["sync_ms"] = (time.perf_counter() - started) * 1000
         request = SearchRequest(
             query=text,
@@ -288,9 +305,12 @@ class Router:
             mode=mode,
             timeout=self.config.router.timeout_s,
         )
-        return self._answer(
+        response = self._answer(
             query, request, session_key=session_key, started=started, timings=timings
         )
+        if sync_notes:
+            response = dataclasses.replace(response, notes=(*sync_notes, *response.notes))
+        return response
 
     def _answer(
         self,
@@ -307,7 +327,10 @@ class Router:
             breaker = self._breakers[name]
             if not breaker.allow():
                 last = breaker.snapshot().last_error or "failing"
-                attempts.append(self._fail(name, f"circuit open after failures (last: {last})"))
+                reason = f"circuit open after failures (last: {last})"
+                attempts.append(self._fail(name, reason))
+                if self.config.router.fallback == "none":
+                    raise _fail_closed(name, BackendUnavailable(reason, backend=name))
                 continue
             try:
                 result = self._call_search(name, request)
@@ -338,12 +361,33 @@ class Router:
         )
 
     def _needs_sync(self, session_key: str | None) -> bool:
-        """Reconcile before searching: when dirty (``on_search``) or for a new session."""
+        """Reconcile before searching (see ``[sync]`` in the configuration docs).
+
+        With ``on_search``: before the first search, after ``store``/``forget``, and, when
+        ``interval_minutes`` is set, once that long has passed since the last sync (which
+        catches hand edits without a watcher). With ``on_session_start``: on the first
+        search of each new session key.
+        """
         new_session = bool(session_key) and session_key not in self._sessions
         if session_key:
             self._sessions.add(session_key)
         sync = self.config.sync
-        return (self._dirty and sync.on_search) or (new_session and sync.on_session_start)
+        interval = sync.interval_minutes * 60
+        stale = interval > 0 and time.monotonic() - self._last_sync >= interval
+        dirty = self._changes != self._synced_changes or stale
+        return (dirty and sync.on_search) or (new_session and sync.on_session_start)
+
+    def _reconcile(self, session_key: str | None) -> tuple[str, ...]:
+        """Sync before a search when due; failures become notes, never a failed search."""
+        if not self._needs_sync(session_key):
+            return ()
+        try:
+            reports = self.sync()
+        except MemoryRouterError as error:
+            return (f"index not brought up to date: {error.message}",)
+        return tuple(
+            f"index not brought up to date ({r.backend}): {e}" for r in reports for e in r.errors
+        )
 
     def _fail(self, name: str, reason: str) -> Fallback:
         event = Fallback(from_=name, reason=reason, at=datetime.now(UTC))
@@ -357,13 +401,9 @@ class Router:
             with self._sync_lock:
                 if name not in self._synced:
                     self._sync_one(name, self.snapshot(), force=False, progress=no_progress)
-        future = self._pool.submit(backend.search, request)
         deadline = self.config.router.timeout_s
         try:
-            return future.result(timeout=deadline)
-        except FutureTimeout:
-            future.cancel()
-            raise BackendTimeout(f"no answer within {deadline:g} s", backend=name) from None
+            return _call_with_deadline(name, lambda: backend.search(request), deadline)
         except MemoryRouterError:
             raise
         except Exception as error:  # an untranslated plugin error: contain it here
@@ -410,14 +450,25 @@ class Router:
     def store(self, text: str, *, importance: float = 0.7, category: Category = "other") -> Entry:
         """Journal a new entry in the workspace; it is indexed on the next sync."""
         entry = _journal.new_entry(text, importance=importance, category=category)
-        _journal.append_entry(self.journal_path, entry)
-        self._dirty = True
+        try:
+            _journal.append_entry(self.journal_path, entry)
+        except OSError as error:
+            raise MemoryRouterError(
+                f"cannot write the entries journal {self.journal_path}: {error.strerror or error}",
+                hint="check that the workspace exists and is writable",
+            ) from error
+        self._changes += 1
         return entry
 
     def forget(self, entry_id: str) -> Entry:
         """Remove an entry from the journal by id; raises :class:`NotFound` if absent."""
-        entry = _journal.remove_entry(self.journal_path, entry_id)
-        self._dirty = True
+        try:
+            entry = _journal.remove_entry(self.journal_path, entry_id)
+        except OSError as error:
+            raise MemoryRouterError(
+                f"cannot rewrite the entries journal {self.journal_path}: {error.strerror or error}"
+            ) from error
+        self._changes += 1
         return entry
 
     def entries(self) -> list[Entry]:
@@ -469,7 +520,48 @@ class Router:
             self._embedder.close()
         if self._cache is not None:
             self._cache.close()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _positive_int(value: object, key: str) -> int:
+    try:
+        number: int = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidInput(f"{key} must be a whole number, got {value!r}", key=key) from None
+    return max(1, number)
+
+
+def _unit_float(value: object, key: str) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InvalidInput(f"{key} must be a number, got {value!r}", key=key) from None
+    if not math.isfinite(number):
+        raise InvalidInput(f"{key} must be a finite number, got {value!r}", key=key)
+    return min(max(number, 0.0), 1.0)
+
+
+def _call_with_deadline(name: str, call: Callable[[], T], timeout: float) -> T:
+    """Run ``call`` on a thread of its own and wait at most ``timeout`` seconds.
+
+    A thread per call, not a shared pool: a hung backend keeps only its own abandoned
+    threads busy, so the next backend of the chain still gets its full budget.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = call()
+        except BaseException as error:  # handed to the caller's thread below
+            box["error"] = error
+
+    thread = threading.Thread(target=target, daemon=True, name=f"memory-router-{name}")
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise BackendTimeout(f"no answer within {timeout:g} s", backend=name)
+    if "error" in box:
+        raise box["error"]
+    return box["result"]  # type: ignore[no-any-return]
 
 
 def _fail_closed(name: str, error: MemoryRouterError) -> MemoryRouterError:

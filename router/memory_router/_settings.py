@@ -8,6 +8,7 @@ errors, never ignored.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import types
 import typing
@@ -67,7 +68,11 @@ def parse_settings(cls: type[T], data: Mapping[str, Any] | None, *, path: str, t
     """
     data = dict(data or {})
     hints = typing.get_type_hints(cls)
-    fields = {toml_name(f): f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = {
+        toml_name(f): f
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if not f.metadata.get("internal")
+    }
     unknown = sorted(set(data) - set(fields))
     if unknown:
         known = ", ".join(sorted(fields))
@@ -83,8 +88,32 @@ def parse_settings(cls: type[T], data: Mapping[str, Any] | None, *, path: str, t
             )
     try:
         return cls(**values)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, OverflowError) as error:
         raise ConfigError(str(error), path=path, table=table or None) from None
+
+
+def settings_to_dict(settings: Any) -> dict[str, Any]:
+    """The TOML-shaped dict that :func:`parse_settings` would turn back into ``settings``."""
+    result: dict[str, Any] = {}
+    for field in dataclasses.fields(settings):
+        if field.metadata.get("internal"):
+            continue
+        value = getattr(settings, field.name)
+        if isinstance(value, Secret):
+            value = (
+                {"env": value.env}
+                if value.env
+                else {"file": value.file}
+                if value.file
+                else value.value
+            )
+        elif dataclasses.is_dataclass(value):
+            value = settings_to_dict(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        if value is not None:
+            result[toml_name(field)] = value
+    return result
 
 
 def _type_name(hint: Any) -> str:
@@ -159,7 +188,9 @@ def _coerce(hint: Any, value: Any, *, path: str, table: str, key: str, sub: str)
         raise fail("an integer")
     if hint is float:
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
+            if math.isfinite(value):
+                return float(value)
+            raise fail("a finite number")
         raise fail("a number")
     if hint is str:
         if isinstance(value, str):

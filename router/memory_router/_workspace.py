@@ -6,6 +6,7 @@ chunking is done on demand per document.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -90,15 +91,16 @@ def load_document(doc: Document, config: Config, model: str) -> Loaded:
     if doc.kind == "journal":
         items = _journal.read_items(Path(doc.abs_path))
         text = _journal.journal_text([item.entry for item in items])
-        return Loaded(text, _journal.entry_chunks(doc.path, items, model=model))
+        entry_chunks = _journal.entry_chunks(doc.path, items, model=model)
+        return Loaded(scrub(text), [_scrubbed(c) for c in entry_chunks])
     if doc.kind == "session":
         session = _sessions.build_session_entry(Path(doc.abs_path))
-        raw = _chunking.chunk_markdown(session.content, tokens=tokens, overlap=overlap)
+        text = scrub(session.content)
+        raw = _chunking.chunk_markdown(text, tokens=tokens, overlap=overlap)
         raw = _sessions.remap_lines(raw, session.line_map)
-        text = session.content
         line_map = tuple(session.line_map)
     else:
-        text = Path(doc.abs_path).read_text(encoding="utf-8", errors="replace")
+        text = scrub(Path(doc.abs_path).read_text(encoding="utf-8", errors="replace"))
         raw = _chunking.chunk_markdown(text, tokens=tokens, overlap=overlap)
     chunks = [
         Chunk(
@@ -115,6 +117,33 @@ def load_document(doc: Document, config: Config, model: str) -> Loaded:
         if r.text.strip()
     ]
     return Loaded(text, chunks, line_map)
+
+
+def scrub(text: str) -> str:
+    """``text`` without lone surrogates (each becomes ``?``), so it can be stored and hashed.
+
+    A journal entry or transcript may carry them (they survive JSON and the journal's
+    round trip); an index must not refuse the whole file because of one.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _scrubbed(chunk: Chunk) -> Chunk:
+    clean = scrub(chunk.text)
+    entry = chunk.entry
+    if entry is not None and scrub(entry.text) is not entry.text:
+        entry = dataclasses.replace(entry, text=scrub(entry.text))
+    if clean is chunk.text and entry is chunk.entry:
+        return chunk
+    digest = hashlib.sha256(clean.encode("utf-8")).hexdigest()
+    chunk_id = _chunking.chunk_id(
+        chunk.source, chunk.path, chunk.start_line, chunk.end_line, digest, chunk.model
+    )
+    return dataclasses.replace(chunk, text=clean, hash=digest, id=chunk_id, entry=entry)
 
 
 def take_snapshot(config: Config, *, fingerprint: Mapping[str, Any], model: str) -> Snapshot:
