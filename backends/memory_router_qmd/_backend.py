@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from memory_router import (
@@ -87,7 +88,7 @@ class QmdBackend(Backend):
         """
         collections = managed_collections(self.context.config, self.export_dir)
         models = {
-            role: getattr(self.settings.models, role)
+            role: str(Path(getattr(self.settings.models, role)).expanduser())
             for role in ("embed", "generate", "rerank")
             if self.preflight.usable(role)
         }
@@ -203,7 +204,13 @@ class QmdBackend(Backend):
         started = time.perf_counter()
         progress(done=0, total=2, label="qmd update")
         if snapshot.config.sessions_enabled:
-            export_sessions(snapshot, self.export_dir)
+            try:
+                export_sessions(snapshot, self.export_dir)
+            except OSError as error:
+                raise BackendError(
+                    f"cannot export session transcripts to {self.export_dir}: {error}",
+                    backend=self.name,
+                ) from error
             self._line_maps = load_line_maps(self.export_dir)
         update, embed = self.cycle.run(force=True, embed_force=force)
         progress(done=2, total=2, label="qmd embed")

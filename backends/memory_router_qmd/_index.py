@@ -7,6 +7,7 @@ QMD's ``status`` command prints text only, so status reads its SQLite file direc
 from __future__ import annotations
 
 import sqlite3
+import urllib.parse
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,8 @@ def read_stats(path: Path) -> IndexStats:
     if not path.is_file():
         return IndexStats(error="no index yet")
     try:
-        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)) as db:
+        uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+        with closing(sqlite3.connect(uri, uri=True, timeout=1.0)) as db:
             rows = db.execute(
                 "SELECT collection, COUNT(*) FROM documents WHERE active = 1 GROUP BY collection"
             ).fetchall()

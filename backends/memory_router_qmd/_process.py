@@ -146,6 +146,11 @@ class QmdRunner:
             self._active.add(process)
         try:
             stdout, stderr = self._communicate(process, args, timeout=timeout)
+        except BaseException:
+            # Ctrl-C or any other escape: the child is in its own session and would
+            # outlive us (an orphaned embed keeps QMD's lock for minutes).
+            self.kill(process)
+            raise
         finally:
             with self._lock:
                 self._active.discard(process)
@@ -179,7 +184,15 @@ class QmdRunner:
             return process.communicate(timeout=self.kill_grace_s)
         except subprocess.TimeoutExpired:
             _signal_group(process, signal.SIGKILL)
-            return process.communicate()
+            try:
+                return process.communicate(timeout=self.kill_grace_s)
+            except subprocess.TimeoutExpired:
+                # A descendant that left the group still holds the pipes: stop reading.
+                for pipe in (process.stdout, process.stderr):
+                    if pipe is not None:
+                        pipe.close()
+                process.wait(timeout=self.kill_grace_s)
+                return "", ""
 
     def kill_all(self) -> None:
         """Kill every one-shot call still running and refuse new ones (used by ``close``)."""

@@ -9,7 +9,6 @@ at most an hour, reset by a success. Searches never wait for a cycle.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import threading
 import time
@@ -120,16 +119,28 @@ class UpdateCycle:
             self._quietly()
 
     def _quietly(self) -> None:
-        # Failures are recorded in last_update / last_embed for status.
-        with contextlib.suppress(MemoryRouterError):
+        # Failures are recorded in last_update / last_embed for status; nothing may end
+        # the background loop, or the index would silently stop following the files.
+        try:
             self.run(force=False)
+        except MemoryRouterError:
+            pass
+        except Exception as error:
+            self.last_update = Outcome(
+                step="update", status="failed", at=datetime.now(UTC), error=repr(error)
+            )
 
     def run(self, *, force: bool, embed_force: bool = False) -> tuple[Outcome, Outcome]:
         """One cycle; ``force`` ignores failure backoff. Raises when ``update`` fails."""
         with self._lock:
             if self._stop.is_set():
                 raise BackendError("backend is closed", backend=self.runner.backend)
-            self.prepare()
+            try:
+                self.prepare()
+            except OSError as error:
+                raise BackendError(
+                    f"cannot write QMD's index configuration: {error}", backend=self.runner.backend
+                ) from error
             update = self._step("update", ["update"], self.update_timeout, force=force)
             if update.status == "failed":
                 raise BackendError(

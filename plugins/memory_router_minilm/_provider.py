@@ -96,10 +96,13 @@ class MiniLMProvider(EmbeddingProvider):
         with self._lock:
             if self._encoder is not None:
                 return
-            self._tokenizer = load_tokenizer(self.folder)
             try:
+                self._tokenizer = load_tokenizer(self.folder)
                 self._encoder = BertEncoder.from_dir(self.folder)
-            except (OSError, KeyError, ValueError) as error:
+            except EmbeddingError:
+                raise
+            except Exception as error:  # safetensors/tokenizers raise their own types
+                self._tokenizer = None
                 raise EmbeddingError(
                     f"cannot load {MODEL} from {self.folder}: {error}",
                     provider=self.id,

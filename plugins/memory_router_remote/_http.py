@@ -15,6 +15,7 @@ import json
 import os
 import random
 import re
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,6 +64,15 @@ class HttpProvider(EmbeddingProvider):
         self.batch_timeout = remote.batch_timeout_s
         self.max_retries = max(0, remote.max_retries)
         self._dims: int | None = None
+        for name, value in {**self.extra_headers, **headers}.items():
+            if not _header_safe(value):
+                # Never echo the value: it is usually a key.
+                raise EmbeddingError(
+                    f"{self.id}: header {name!r} contains characters that cannot be sent over"
+                    " HTTP (a trailing newline, or a copied smart quote?)",
+                    provider=self.id,
+                )
+        self._display_url = _without_userinfo(self.base_url)
         self._client = httpx.Client(
             headers={"Content-Type": "application/json", **self.extra_headers, **headers},
             follow_redirects=False,  # the configured host only, as OpenClaw's SSRF guard
@@ -82,7 +92,9 @@ class HttpProvider(EmbeddingProvider):
     def post(self, path: str, body: Mapping[str, Any], *, timeout: float) -> Any:
         """POST JSON and return the decoded answer, retrying rate limits and 5xx."""
         retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            # Retries share the call's budget: a query never waits (retries + 1) × timeout.
+            stop=tenacity.stop_after_attempt(self.max_retries + 1)
+            | tenacity.stop_after_delay(timeout),
             wait=backoff,
             retry=tenacity.retry_if_exception_type(RetryableError),
             reraise=True,
@@ -91,14 +103,19 @@ class HttpProvider(EmbeddingProvider):
 
     def _post_once(self, path: str, body: Mapping[str, Any], timeout: float) -> Any:
         url = self.base_url + path
+        shown = self._display_url + path
         try:
             response = self._client.post(
                 url, json=body, timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0))
             )
         except httpx.TimeoutException:
-            raise self.error(f"no answer from {url} within {timeout:g} s", transient=True) from None
+            raise self.error(
+                f"no answer from {shown} within {timeout:g} s", transient=True
+            ) from None
         except httpx.HTTPError as error:
-            raise self.error(f"cannot reach {url}: {error}", transient=True) from None
+            # The exception text may quote request headers (the key): name its type only.
+            reason = type(error).__name__
+            raise self.error(f"cannot reach {shown}: {reason}", transient=True) from None
         if response.status_code >= 300:
             text = response.text[:500]
             message = f"{self.id} embeddings failed: {response.status_code} {text}".strip()
@@ -137,11 +154,23 @@ class HttpProvider(EmbeddingProvider):
         self._client.close()
 
 
+def _header_safe(value: str) -> bool:
+    return all(" " <= char <= "~" for char in value)
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` with any ``user:password@`` removed, for messages."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
 def resolve_key(context: ProviderContext, provider: str, env_names: tuple[str, ...]) -> str:
     """The API key: ``[embedding.remote] api_key``, else the first set env var, else an error."""
     secret = context.config.embedding.remote.api_key
     if secret is not None:
-        value = secret.resolve()
+        value = (secret.resolve() or "").strip()
         if value:
             return value
         raise EmbeddingError(
@@ -150,8 +179,8 @@ def resolve_key(context: ProviderContext, provider: str, env_names: tuple[str, .
             provider=provider,
         )
     for name in env_names:
-        if os.environ.get(name):
-            return os.environ[name]
+        if os.environ.get(name, "").strip():
+            return os.environ[name].strip()
     raise EmbeddingError(
         f"no API key found for provider {provider}: set {' or '.join(env_names)}"
         " or [embedding.remote] api_key",

@@ -215,8 +215,8 @@ class GeminiProvider(OpenAIProvider):
 def _optional_key(context: ProviderContext, env_keys: tuple[str, ...]) -> str | None:
     secret = context.config.embedding.remote.api_key
     if secret is not None:
-        return secret.resolve()
-    return next((os.environ[n] for n in env_keys if os.environ.get(n)), None)
+        return (secret.resolve() or "").strip() or None
+    return next((os.environ[n].strip() for n in env_keys if os.environ.get(n, "").strip()), None)
 
 
 PROVIDERS: tuple[tuple[type[OpenAIProvider], int | None], ...] = (

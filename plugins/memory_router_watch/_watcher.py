@@ -57,19 +57,31 @@ class Watcher:
         self._ticker: threading.Thread | None = None
 
     def _roots(self) -> list[Path]:
+        """Folders watched recursively: the workspace and extra-path folders."""
         config = self.router.config
         roots = [self.workspace]
         roots += [p for p in (config.expand(e) for e in config.extra_paths) if p.is_dir()]
         return roots
 
+    @property
+    def files(self) -> set[str]:
+        """Extra paths that are single files (their folder is watched, not recursively)."""
+        config = self.router.config
+        return {str(p) for p in (config.expand(e) for e in config.extra_paths) if p.is_file()}
+
     # -- events ---------------------------------------------------------------------------
 
     def relevant(self, path: str) -> bool:
-        parts = Path(path).parts
-        if IGNORED & set(parts):
-            return False
+        if path in self.files:
+            return True
         if self.sessions_dir and path.startswith(str(self.sessions_dir)):
             return ".jsonl" in Path(path).name
+        root = next((r for r in self.roots if path.startswith(str(r) + os.sep)), None)
+        if root is None:
+            return False
+        # Ignored names count only below the watched root (a workspace may live in ~/venv).
+        if IGNORED & set(Path(path).relative_to(root).parts):
+            return False
         return path.endswith(".md")
 
     def on_change(self, path: str) -> None:
@@ -155,12 +167,15 @@ class Watcher:
                     watcher.on_change(os.fsdecode(event.dest_path))
 
         dirs = [*self.roots, *([self.sessions_dir] if self.sessions_dir else [])]
+        parents = {Path(f).parent for f in self.files} - set(dirs)
         for cls in [PollingObserver] if self._poll else [Observer, PollingObserver]:
             observer = cls(timeout=0.5) if cls is PollingObserver else cls()
             try:
                 for root in dirs:
                     root.mkdir(parents=True, exist_ok=True)
                     observer.schedule(Handler(), str(root), recursive=True)
+                for parent in parents:
+                    observer.schedule(Handler(), str(parent), recursive=False)
                 observer.start()
             except OSError as error:  # inotify limits: degrade to polling
                 self.stats.last_error = f"{cls.__name__}: {error}"

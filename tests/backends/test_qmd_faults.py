@@ -279,3 +279,62 @@ def test_close_kills_a_running_background_update(tmp_path: Path, workspace: Path
     time.sleep(0.1)
     assert not _alive(pid)
     assert backend.status().details["last_update"]["status"] == "failed"
+
+
+class _Interrupt(BaseException):
+    """Stands in for KeyboardInterrupt (pytest treats the real one as an abort)."""
+
+
+def test_an_interrupted_update_leaves_no_qmd_running(tmp_path: Path, workspace: Path) -> None:
+    import signal
+
+    fake = install_fake(tmp_path / "fake", "hanging_update.py")
+    backend = make_backend(
+        tmp_path,
+        workspace,
+        command=str(fake),
+        update_on_boot=False,
+        update_timeout_s=60.0,
+        kill_grace_s=GRACE,
+    )
+    snapshot = _snapshot(backend)
+
+    def interrupt(*_: object) -> None:
+        raise _Interrupt()
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(_Interrupt):
+            backend.sync(snapshot)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        backend.close()
+    pid = int((fake.parent / "update.pid").read_text())
+    deadline = time.monotonic() + GRACE + SLACK
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"qmd update (pid {pid}) is still running after the interrupt")
+
+
+def test_a_sync_that_cannot_write_its_config_is_a_backend_error(
+    tmp_path: Path, workspace: Path
+) -> None:
+    fake = install_fake(tmp_path / "fake")
+    backend = make_backend(tmp_path, workspace, command=str(fake), update_on_boot=False)
+    snapshot = _snapshot(backend)
+    config_path = backend.runner.config_path
+    if config_path.exists():
+        config_path.unlink()
+    config_path.mkdir(parents=True)  # a folder where the YAML must go: writing fails
+    try:
+        with pytest.raises(BackendError, match="index configuration"):
+            backend.sync(snapshot)
+    finally:
+        backend.close()

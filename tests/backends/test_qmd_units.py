@@ -204,3 +204,24 @@ def test_install_script_fails_clearly_when_the_prefix_cannot_be_made(tmp_path: P
     )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == f"install-qmd: cannot create {blocker / 'qmd'}"
+
+
+@pytest.mark.parametrize("folder", ["team #2", "50% done", "why?"])
+def test_index_stats_read_paths_with_uri_characters(tmp_path: Path, folder: str) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    from memory_router_qmd._index import read_stats
+
+    path = tmp_path / folder / "memrouter.sqlite"
+    path.parent.mkdir()
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE documents (collection TEXT, path TEXT, active INTEGER)")
+        db.executemany(
+            "INSERT INTO documents VALUES (?, ?, 1)",
+            [("memory-dir-main", "a.md"), ("memory-dir-main", "b.md")],
+        )
+        db.commit()
+    stats = read_stats(path)
+    assert stats.error is None
+    assert stats.documents == {"memory-dir-main": 2}

@@ -129,3 +129,46 @@ def test_session_transcripts_wait_for_the_message_delta(
     say("third message")
     assert wait_until(lambda: watcher.stats.syncs >= 2)
     assert paths(router, "walrus protocol") == ["sessions/abc.jsonl"]
+
+
+def test_a_single_file_extra_path_is_watched(
+    make: Callable[..., tuple[Router, Watcher]], tmp_path: Path
+) -> None:
+    outside = tmp_path / "notes"
+    outside.mkdir()
+    (outside / "team.md").write_text("The team mascot is a heron.\n")
+    (outside / "other.md").write_text("not an extra path\n")
+    router, watcher = make(extra_paths=[str(outside / "team.md")])
+    (outside / "team.md").write_text("The team mascot is a capybara.\n")
+    assert wait_until(lambda: paths(router, "capybara mascot") == ["../notes/team.md"])
+    assert wait_until(lambda: watcher.stats.syncs == 2)
+    syncs = watcher.stats.syncs
+    (outside / "other.md").write_text("still not an extra path\n")
+    time.sleep(1.0)
+    assert watcher.stats.syncs == syncs
+
+
+def test_ignored_names_above_the_workspace_do_not_matter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORY_ROUTER_PLUGINS", "sqlite")
+    workspace = tmp_path / "venv" / "agent"
+    (workspace / "memory").mkdir(parents=True)
+    config = load_config(
+        None,
+        environ={},
+        overrides={
+            "workspace": str(workspace),
+            "state_dir": str(tmp_path / "state"),
+            "embedding": {"provider": "none"},
+            "sync": {"watch_debounce_ms": 200, "on_search": False},
+        },
+    )
+    with Router.from_config(config) as router:
+        watcher = Watcher(router)
+        watcher.start()
+        try:
+            (workspace / "memory" / "n.md").write_text("quokka sighting\n")
+            assert wait_until(lambda: paths(router, "quokka") == ["memory/n.md"])
+        finally:
+            watcher.stop()
