@@ -47,6 +47,8 @@ def managed_collections(config: Config, export_dir: Path) -> list[Collection]:
         Collection(name="memory-root", path=workspace, pattern="MEMORY.md"),
         Collection(name="memory-dir", path=workspace / "memory", pattern="**/*.md"),
     ]
+    if _distinct_lowercase_memory(workspace):
+        wanted.insert(1, Collection(name="memory-alt", path=workspace, pattern="memory.md"))
     for n, raw in enumerate(config.extra_paths, start=1):
         target = config.expand(raw)
         if target.is_file():
@@ -66,6 +68,18 @@ def managed_collections(config: Config, export_dir: Path) -> list[Collection]:
         seen.add(key)
         found.append(collection)
     return found
+
+
+def _distinct_lowercase_memory(workspace: Path) -> bool:
+    """Whether ``memory.md`` exists and is not ``MEMORY.md`` itself.
+
+    On a case-insensitive file system both names are one file; two collections over it
+    were OpenClaw's "memory-alt" conflict (#64007, #65890).
+    """
+    lower, upper = workspace / "memory.md", workspace / "MEMORY.md"
+    if not lower.is_file():
+        return False
+    return not (upper.exists() and os.path.samefile(lower, upper))
 
 
 def render_config(collections: Sequence[Collection], models: Mapping[str, str]) -> str:

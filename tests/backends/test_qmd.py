@@ -301,3 +301,26 @@ def test_killed_sidecar_is_reported_and_restarted(tmp_path: Path, workspace: Pat
     assert sidecar["restarts"] == 1
     assert sidecar["pid"] not in (None, first)
     assert "-9" in sidecar["last_error"]
+
+
+def test_lowercase_memory_md_is_indexed_too(tmp_path: Path, write_workspace) -> None:  # type: ignore[no-untyped-def]
+    workspace = write_workspace(
+        {"memory.md": "# Memory\nThe wifi password hint is the dog's name.\n"}
+    )
+    backend = make_backend(tmp_path, workspace, update_on_boot=False)
+    try:
+        backend.sync(_router_snapshot(backend))
+        result = backend.search(ask("wifi password hint"))
+    finally:
+        backend.close()
+    assert [h.path for h in result.hits] == ["memory.md"]
+
+
+def _router_snapshot(backend):  # type: ignore[no-untyped-def]
+    from memory_router import Router
+
+    router = Router(backend.context.config)
+    try:
+        return router.snapshot()
+    finally:
+        router.close()
