@@ -12,6 +12,7 @@ clear :class:`EmbeddingError` instead of hanging.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import httpx
@@ -83,11 +84,18 @@ def download(url: str, target: Path, *, timeout: float) -> None:
         for _ in range(ATTEMPTS):
             before = part.stat().st_size if part.exists() else 0
             try:
-                if _fetch(client, url, part):
+                if _fetch(client, url, part, window=timeout):
                     os.replace(part, target)
                     return
-            except (httpx.TimeoutException, httpx.TransportError) as error:
+            except (httpx.TimeoutException, httpx.TransportError, _Stalled) as error:
                 last_error = f"{type(error).__name__}: {error}"
+            except httpx.HTTPError as error:  # redirect loops and the like: final
+                last_error = f"{type(error).__name__}: {error}"
+                break
+            except OSError as error:
+                raise EmbeddingError(
+                    f"cannot write {part}: {error.strerror or error}", provider="local"
+                ) from None
             after = part.stat().st_size if part.exists() else 0
             if after <= before:  # no progress: retrying at once will not help
                 break
@@ -99,8 +107,20 @@ def download(url: str, target: Path, *, timeout: float) -> None:
     )
 
 
-def _fetch(client: httpx.Client, url: str, part: Path) -> bool:
-    """One request; True when ``part`` is complete. HTTP errors raise EmbeddingError."""
+class _Stalled(Exception):
+    """Fewer than :data:`MIN_BYTES` arrived within one timeout window."""
+
+
+MIN_BYTES = 64 * 1024
+
+
+def _fetch(client: httpx.Client, url: str, part: Path, *, window: float) -> bool:
+    """One request; True when ``part`` is complete. HTTP errors raise EmbeddingError.
+
+    Per-read timeouts alone never end a server that trickles a byte at a time, so a
+    window of ``window`` seconds that brings fewer than :data:`MIN_BYTES` ends the try
+    (what arrived is kept for the next one).
+    """
     offset = part.stat().st_size if part.exists() else 0
     headers = {"Range": f"bytes={offset}-"} if offset else {}
     with client.stream("GET", url, headers=headers) as response:
@@ -113,8 +133,14 @@ def _fetch(client: httpx.Client, url: str, part: Path) -> bool:
         mode = "ab" if response.status_code == 206 else "wb"  # 200: server ignored the Range
         expected = _expected_size(response, offset)
         with part.open(mode) as handle:
+            started, received = time.monotonic(), 0
             for chunk in response.iter_bytes():  # unbuffered: a drop keeps what arrived
                 handle.write(chunk)
+                received += len(chunk)
+                if time.monotonic() - started >= window:
+                    if received < MIN_BYTES:
+                        raise _Stalled(f"{received} bytes in {window:g} s")
+                    started, received = time.monotonic(), 0
     size = part.stat().st_size
     return expected is None or size >= expected
 

@@ -145,10 +145,13 @@ except EmbeddingError as error:
 class FileServer:
     """Serves ``payload`` at any path with Range support; can drop the first response halfway."""
 
-    def __init__(self, payload: bytes, *, drop_first: bool = False, hang: bool = False) -> None:
+    def __init__(
+        self, payload: bytes, *, drop_first: bool = False, hang: bool = False, trickle: bool = False
+    ) -> None:
         self.payload = payload
         self.drop_first = drop_first
         self.hang = hang
+        self.trickle = trickle
         self.ranges: list[str | None] = []
         self.paths: list[str] = []
 
@@ -181,6 +184,14 @@ def file_server() -> Iterator[Callable[..., tuple[FileServer, str]]]:
                         f"bytes {start}-{len(state.payload) - 1}/{len(state.payload)}",
                     )
                 self.end_headers()
+                if state.trickle:  # one byte every 50 ms: no read ever times out
+                    for byte in body:
+                        if stop.is_set():
+                            return
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(0.05)
+                    return
                 if state.drop_first and len(state.ranges) == 1:
                     self.wfile.write(body[: len(body) // 2])
                     self.wfile.flush()
@@ -263,6 +274,20 @@ def test_a_silent_server_times_out(
     with pytest.raises(EmbeddingError, match="ReadTimeout"):
         resolve_model("hf:a/b/m.gguf", tmp_path, timeout=0.3)
     assert time.perf_counter() - started < 5
+
+
+def test_a_trickling_server_is_given_up_on(
+    file_server: Callable[..., tuple[FileServer, str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, url = file_server(b"x" * 4096, trickle=True)
+    monkeypatch.setenv("MEMORY_ROUTER_HF_ENDPOINT", url)
+    started = time.perf_counter()
+    with pytest.raises(EmbeddingError, match="_Stalled"):
+        resolve_model("hf:a/b/m.gguf", tmp_path, timeout=0.3)
+    assert time.perf_counter() - started < 5
+    assert (tmp_path / "hf_a_m.gguf.part").exists() or list(tmp_path.rglob("*.part"))
 
 
 def test_bad_hf_uri_is_an_error(tmp_path: Path) -> None:
