@@ -17,7 +17,7 @@ from memory_router.testing import BackendContract
 from memory_router_qmd import QmdSettings
 from memory_router_qmd._locate import locate
 from qmd_fakes.gguf_models import vocab_file, write_bert_embedder
-from qmd_fakes.helpers import make_backend
+from qmd_fakes.helpers import make_backend, snapshot_for
 
 try:
     locate(QmdSettings(), backend="qmd")
@@ -309,18 +309,8 @@ def test_lowercase_memory_md_is_indexed_too(tmp_path: Path, write_workspace) -> 
     )
     backend = make_backend(tmp_path, workspace, update_on_boot=False)
     try:
-        backend.sync(_router_snapshot(backend))
+        backend.sync(snapshot_for(backend))
         result = backend.search(ask("wifi password hint"))
     finally:
         backend.close()
     assert [h.path for h in result.hits] == ["memory.md"]
-
-
-def _router_snapshot(backend):  # type: ignore[no-untyped-def]
-    from memory_router import Router
-
-    router = Router(backend.context.config)
-    try:
-        return router.snapshot()
-    finally:
-        router.close()

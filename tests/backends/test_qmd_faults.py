@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memory_router import BackendError, BackendTimeout, BackendUnavailable, SearchRequest
-from qmd_fakes.helpers import install_fake, make_backend, make_router, set_behaviour
+from qmd_fakes.helpers import install_fake, make_backend, make_router, set_behaviour, snapshot_for
 
 TIMEOUT = 1.5
 GRACE = 0.5
@@ -180,7 +180,7 @@ def test_child_environment_is_fixed_and_isolated(
     monkeypatch.setenv("SOME_SECRET_TOKEN", "x" * 20)
     backend = make_backend(tmp_path, workspace, command=str(fake), update_on_boot=False)
     try:
-        report = backend.sync(_snapshot(backend))
+        report = backend.sync(snapshot_for(backend))
     finally:
         backend.close()
     seen = json.loads((fake.parent / "update.json").read_text())
@@ -209,23 +209,13 @@ def test_update_that_hangs_is_killed_and_reported(tmp_path: Path, workspace: Pat
     started = time.monotonic()
     try:
         with pytest.raises(BackendError, match="update"):
-            backend.sync(_snapshot(backend))
+            backend.sync(snapshot_for(backend))
         status = backend.status().details["last_update"]
     finally:
         backend.close()
     assert time.monotonic() - started < 1.0 + GRACE + SLACK
     assert status["status"] == "failed"
     assert "within 1 s" in status["error"]
-
-
-def _snapshot(backend):  # type: ignore[no-untyped-def]
-    from memory_router import Router
-
-    router = Router(backend.context.config)
-    try:
-        return router.snapshot()
-    finally:
-        router.close()
 
 
 def test_router_without_qmd_installed_answers_from_sqlite_and_says_why(
@@ -247,7 +237,7 @@ def test_starting_never_rewrites_the_index_yaml_only_sync_does(
 ) -> None:  # type: ignore[no-untyped-def]
     workspace = write_workspace({"MEMORY.md": "# Memory\n"})
     first = make_backend(tmp_path, workspace, command=str(fake), update_on_boot=False)
-    first.sync(_snapshot(first))
+    first.sync(snapshot_for(first))
     first.close()
     yaml = tmp_path / "state/qmd/config/qmd/memrouter.yml"
     before = yaml.read_text()
@@ -257,7 +247,7 @@ def test_starting_never_rewrites_the_index_yaml_only_sync_does(
         assert yaml.read_text() == before  # a start (maybe for a search) changes nothing
         names = [c["name"] for c in second.status().details["collections"]]
         assert names == ["memory-root"]
-        second.sync(_snapshot(second))
+        second.sync(snapshot_for(second))
         names = [c["name"] for c in second.status().details["collections"]]
     finally:
         second.close()
@@ -297,7 +287,7 @@ def test_an_interrupted_update_leaves_no_qmd_running(tmp_path: Path, workspace: 
         update_timeout_s=60.0,
         kill_grace_s=GRACE,
     )
-    snapshot = _snapshot(backend)
+    snapshot = snapshot_for(backend)
 
     def interrupt(*_: object) -> None:
         raise _Interrupt()
@@ -328,7 +318,7 @@ def test_a_sync_that_cannot_write_its_config_is_a_backend_error(
 ) -> None:
     fake = install_fake(tmp_path / "fake")
     backend = make_backend(tmp_path, workspace, command=str(fake), update_on_boot=False)
-    snapshot = _snapshot(backend)
+    snapshot = snapshot_for(backend)
     config_path = backend.runner.config_path
     if config_path.exists():
         config_path.unlink()

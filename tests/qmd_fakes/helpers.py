@@ -66,3 +66,12 @@ def make_router(tmp_path: Path, workspace: Path, *, cooldown_s: float = 1.0, **q
     path = tmp_path / "memory-router.toml"
     path.write_text(head + body, encoding="utf-8")
     return Router.from_config(path)
+
+
+def snapshot_for(backend: QmdBackend) -> Any:
+    """The workspace snapshot a router would hand ``backend`` (built with its config)."""
+    router = Router(backend.context.config)
+    try:
+        return router.snapshot()
+    finally:
+        router.close()
