@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pluggy
 
 from . import _files, _journal, _plugins, _ranking
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
 from ._breaker import CircuitBreaker
+from ._calls import call_with_deadline, fail_closed, positive_int, unit_float
 from ._config import Config, apply_overrides, load_config
 from ._embedding import Embedder, EmbeddingCache, provider_key
 from ._exceptions import (
@@ -45,7 +45,6 @@ from ._types import (
 from ._workspace import Snapshot, fingerprint_for, take_snapshot
 
 FTS_ONLY = "fts-only"
-T = TypeVar("T")
 
 
 class Router:
@@ -282,9 +281,9 @@ class Router:
             raise InvalidInput("session_key must be a string", key="session_key")
         q = self.config.query
         limit = (
-            _positive_int(max_results, "max_results") if max_results is not None else q.max_results
+            positive_int(max_results, "max_results") if max_results is not None else q.max_results
         )
-        threshold = _unit_float(min_score, "min_score") if min_score is not None else q.min_score
+        threshold = unit_float(min_score, "min_score") if min_score is not None else q.min_score
         # NUL and lone surrogates (they arrive through JSON) cannot reach a backend.
         text = query.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8").strip()
         started = time.perf_counter()
@@ -330,7 +329,7 @@ class Router:
                 reason = f"circuit open after failures (last: {last})"
                 attempts.append(self._fail(name, reason))
                 if self.config.router.fallback == "none":
-                    raise _fail_closed(name, BackendUnavailable(reason, backend=name))
+                    raise fail_closed(name, BackendUnavailable(reason, backend=name))
                 continue
             try:
                 result = self._call_search(name, request)
@@ -339,7 +338,7 @@ class Router:
                 breaker.failure(error.message, severe=severe)
                 attempts.append(self._fail(name, error.message))
                 if self.config.router.fallback == "none":
-                    raise _fail_closed(name, error) from error
+                    raise fail_closed(name, error) from error
                 continue
             breaker.success()
             shape_started = time.perf_counter()
@@ -403,7 +402,7 @@ class Router:
                     self._sync_one(name, self.snapshot(), force=False, progress=no_progress)
         deadline = self.config.router.timeout_s
         try:
-            return _call_with_deadline(name, lambda: backend.search(request), deadline)
+            return call_with_deadline(name, lambda: backend.search(request), deadline)
         except MemoryRouterError:
             raise
         except Exception as error:  # an untranslated plugin error: contain it here
@@ -520,56 +519,3 @@ class Router:
             self._embedder.close()
         if self._cache is not None:
             self._cache.close()
-
-
-def _positive_int(value: object, key: str) -> int:
-    try:
-        number: int = int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError, OverflowError):
-        raise InvalidInput(f"{key} must be a whole number, got {value!r}", key=key) from None
-    return max(1, number)
-
-
-def _unit_float(value: object, key: str) -> float:
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InvalidInput(f"{key} must be a number, got {value!r}", key=key) from None
-    if not math.isfinite(number):
-        raise InvalidInput(f"{key} must be a finite number, got {value!r}", key=key)
-    return min(max(number, 0.0), 1.0)
-
-
-def _call_with_deadline(name: str, call: Callable[[], T], timeout: float) -> T:
-    """Run ``call`` on a thread of its own and wait at most ``timeout`` seconds.
-
-    A thread per call, not a shared pool: a hung backend keeps only its own abandoned
-    threads busy, so the next backend of the chain still gets its full budget.
-    """
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = call()
-        except BaseException as error:  # handed to the caller's thread below
-            box["error"] = error
-
-    thread = threading.Thread(target=target, daemon=True, name=f"memory-router-{name}")
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise BackendTimeout(f"no answer within {timeout:g} s", backend=name)
-    if "error" in box:
-        raise box["error"]
-    return box["result"]  # type: ignore[no-any-return]
-
-
-def _fail_closed(name: str, error: MemoryRouterError) -> MemoryRouterError:
-    """The error to raise when a backend failed and the policy forbids falling back."""
-    if not isinstance(error, BackendError):
-        return error
-    return type(error)(
-        f"backend {name!r} failed and fallback is off: {error.message}",
-        backend=name,
-        hint='set router.fallback = "next" to let the next backend answer',
-    )

@@ -1,0 +1,65 @@
+"""Small pieces of the router's call path: argument checks and calls with a deadline."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ._exceptions import BackendError, BackendTimeout, InvalidInput, MemoryRouterError
+
+T = TypeVar("T")
+
+
+def positive_int(value: object, key: str) -> int:
+    try:
+        number: int = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidInput(f"{key} must be a whole number, got {value!r}", key=key) from None
+    return max(1, number)
+
+
+def unit_float(value: object, key: str) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InvalidInput(f"{key} must be a number, got {value!r}", key=key) from None
+    if not math.isfinite(number):
+        raise InvalidInput(f"{key} must be a finite number, got {value!r}", key=key)
+    return min(max(number, 0.0), 1.0)
+
+
+def call_with_deadline(name: str, call: Callable[[], T], timeout: float) -> T:
+    """Run ``call`` on a thread of its own and wait at most ``timeout`` seconds.
+
+    A thread per call, not a shared pool: a hung backend keeps only its own abandoned
+    threads busy, so the next backend of the chain still gets its full budget.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = call()
+        except BaseException as error:  # handed to the caller's thread below
+            box["error"] = error
+
+    thread = threading.Thread(target=target, daemon=True, name=f"memory-router-{name}")
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise BackendTimeout(f"no answer within {timeout:g} s", backend=name)
+    if "error" in box:
+        raise box["error"]
+    return box["result"]  # type: ignore[no-any-return]
+
+
+def fail_closed(name: str, error: MemoryRouterError) -> MemoryRouterError:
+    """The error to raise when a backend failed and the policy forbids falling back."""
+    if not isinstance(error, BackendError):
+        return error
+    return type(error)(
+        f"backend {name!r} failed and fallback is off: {error.message}",
+        backend=name,
+        hint='set router.fallback = "next" to let the next backend answer',
+    )
