@@ -42,9 +42,7 @@ from ._types import (
     SyncReport,
     no_progress,
 )
-from ._workspace import Snapshot, fingerprint_for, take_snapshot
-
-FTS_ONLY = "fts-only"
+from ._workspace import FTS_ONLY, Snapshot, fingerprint_for, scrub, take_snapshot
 
 
 class Router:
@@ -285,7 +283,7 @@ class Router:
         )
         threshold = unit_float(min_score, "min_score") if min_score is not None else q.min_score
         # NUL and lone surrogates (they arrive through JSON) cannot reach a backend.
-        text = query.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8").strip()
+        text = scrub(query.replace("\x00", " ")).strip()
         started = time.perf_counter()
         timings: dict[str, float] = {}
         if not text:

@@ -9,13 +9,13 @@ from ._config import Config
 from ._embedding import Embedder, EmbeddingCache
 from ._exceptions import EmbeddingError
 from ._providers import ProviderChoice
-from ._workspace import take_snapshot
+from ._workspace import FTS_ONLY, take_snapshot
 
 
 def source_counts(config: Config) -> dict[str, int]:
     """How many memory files (and transcripts) are on disk now, by source."""
     counts: dict[str, int] = {}
-    for doc in take_snapshot(config, fingerprint={}, model="fts-only").documents:
+    for doc in take_snapshot(config, fingerprint={}, model=FTS_ONLY).documents:
         counts[doc.source] = counts.get(doc.source, 0) + 1
     return counts
 

@@ -18,6 +18,9 @@ from . import _chunking, _discovery, _journal, _sessions
 from ._config import Config
 from ._types import Chunk, Document
 
+FTS_ONLY = "fts-only"
+"""The model id of chunks indexed without embeddings (keyword-only mode)."""
+
 
 def scope_hash(config: Config) -> str:
     """sha256 of what decides which files are memory (workspace, extra paths, sessions)."""
@@ -48,9 +51,6 @@ class Snapshot:
     @property
     def workspace(self) -> Path:
         return self.config.workspace_path
-
-    def by_path(self) -> dict[str, Document]:
-        return {doc.path: doc for doc in self.documents}
 
     def text(self, doc: Document) -> str:
         """What gets chunked: the Markdown, or a transcript's ``User:``/``Assistant:`` lines."""
