@@ -25,6 +25,7 @@ from ._embedding import (
     provider_key,
     sha256_text,
 )
+from ._entries import EntryMatch, ForgetResult, RecallResult, StoreResult, entry_weight
 from ._exceptions import (
     BackendError,
     BackendTimeout,
@@ -91,9 +92,11 @@ __all__ = [
     "EmbeddingError",
     "EmbeddingProvider",
     "Entry",
+    "EntryMatch",
     "Fallback",
     "FileText",
     "FlushDecision",
+    "ForgetResult",
     "Hit",
     "InvalidInput",
     "MemoryFlushConfig",
@@ -105,6 +108,7 @@ __all__ = [
     "ProviderSpec",
     "RecallBlock",
     "RecallConfig",
+    "RecallResult",
     "Router",
     "RouterStatus",
     "SearchRequest",
@@ -113,6 +117,7 @@ __all__ = [
     "ServeConfig",
     "Snapshot",
     "Source",
+    "StoreResult",
     "SyncReport",
     "Unsupported",
     "__version__",
@@ -121,6 +126,7 @@ __all__ = [
     "build_or_query",
     "capture",
     "check_memory_flush",
+    "entry_weight",
     "extract_keywords",
     "get_plugin_manager",
     "hookimpl",
