@@ -41,6 +41,7 @@ EXPECTED = [
     "Secret",
     "Snapshot",
     "Source",
+    "Staging",
     "SyncReport",
     "Unsupported",
     "__version__",
