@@ -123,7 +123,10 @@ def open_source(router: Router, name: str | None, path: str | None) -> tuple[Sou
     assert name is not None
     spec = router.backend_specs.get(name)
     factory = spec.factory if spec else None
-    if isinstance(factory, type) and factory.export_chunks is Backend.export_chunks:
+    if (
+        isinstance(factory, type)
+        and getattr(factory, "export_chunks", None) is Backend.export_chunks
+    ):
         raise _refuse(name)  # known before starting it (QMD would start a child)
     backend = router.backend(name)
     try:
