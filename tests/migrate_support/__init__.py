@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import sqlite3
@@ -9,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from memory_router import Config, ProviderSpec, Router, hookimpl, testing
+from memory_router import Config, ProviderSpec, Router, hookimpl, sha256_text, testing
 from memory_router.testing import HashingEmbedder, router_config
 
 WORDS = [
@@ -134,3 +135,53 @@ def rows(path: Path) -> dict[str, tuple[str, str, bytes]]:
 
 def live_path(router: Router) -> Path:
     return Path(router.backend("sqlite").status(deep=True).details["path"])
+
+
+OPENCLAW_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (path TEXT PRIMARY KEY, source TEXT NOT NULL DEFAULT 'memory',
+  hash TEXT NOT NULL, mtime INTEGER NOT NULL, size INTEGER NOT NULL);
+CREATE TABLE chunks (id TEXT PRIMARY KEY, path TEXT NOT NULL,
+  source TEXT NOT NULL DEFAULT 'memory', start_line INTEGER NOT NULL,
+  end_line INTEGER NOT NULL, hash TEXT NOT NULL, model TEXT NOT NULL, text TEXT NOT NULL,
+  embedding TEXT NOT NULL, updated_at INTEGER NOT NULL);
+CREATE INDEX idx_chunks_path ON chunks(path);
+CREATE INDEX idx_chunks_source ON chunks(source);
+CREATE TABLE embedding_cache (provider TEXT NOT NULL, model TEXT NOT NULL,
+  provider_key TEXT NOT NULL, hash TEXT NOT NULL, embedding TEXT NOT NULL, dims INTEGER,
+  updated_at INTEGER NOT NULL, PRIMARY KEY (provider, model, provider_key, hash));
+"""
+"""OpenClaw's builtin index schema (ref §1.5) without its FTS and vector tables."""
+
+
+def write_openclaw_index(
+    path: Path,
+    chunks: Sequence[Any],
+    *,
+    provider: str,
+    model: str,
+    cached: Sequence[str] = (),
+) -> Path:
+    """An index as OpenClaw writes it (ref §1.5): meta JSON, JSON-text embeddings, its cache."""
+    embedder = HashingEmbedder()
+    meta = {
+        "model": model, "provider": provider, "providerKey": "openclaw-key",
+        "sources": ["memory"], "scopeHash": "openclaw-scope", "chunkTokens": 400,
+        "chunkOverlap": 80, "vectorDims": 384, "ftsTokenizer": "unicode61",
+    }  # fmt: skip
+    with sqlite3.connect(path) as db:
+        db.executescript(OPENCLAW_SCHEMA)
+        db.execute("INSERT INTO meta VALUES ('memory_index_meta_v1', ?)", (json.dumps(meta),))
+        for c in chunks:
+            db.execute(
+                "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?,0)",
+                (c.id, c.path, c.source, c.start_line, c.end_line, c.hash, model, c.text,
+                 json.dumps(embedder.vector(c.text))),
+            )  # fmt: skip
+        for text in cached:
+            db.execute(
+                "INSERT INTO embedding_cache VALUES (?,?,'openclaw-key',?,?,384,0)",
+                (provider, model, sha256_text(text), json.dumps(embedder.vector(text))),
+            )
+    db.close()
+    return path
