@@ -320,7 +320,7 @@ def merge(
         ks, vs = (k.score if k else None), (v.score if v else None)
         score = vw * (vs or 0.0) + tw * (ks or 0.0)
         hits.append(row_hit(row, backend, score, vs, ks))
-    hits.sort(key=lambda h: -h.score)
+    hits.sort(key=lambda h: (-h.score, h.chunk_id or ""))  # ties: independent of row order
     return hits
 
 
