@@ -14,7 +14,7 @@ from ._agent_config import (
     RecallConfig,
     ServeConfig,
 )
-from ._backend import Backend, BackendContext, BackendSpec
+from ._backend import Backend, BackendContext, BackendSpec, Staging
 from ._capture import CaptureResult, RecallBlock, capture, recall_block
 from ._config import Config, load_config
 from ._embedding import (
@@ -117,6 +117,7 @@ __all__ = [
     "ServeConfig",
     "Snapshot",
     "Source",
+    "Staging",
     "StoreResult",
     "SyncReport",
     "Unsupported",

@@ -53,6 +53,7 @@ EXPECTED = [
     "ServeConfig",
     "Snapshot",
     "Source",
+    "Staging",
     "StoreResult",
     "SyncReport",
     "Unsupported",
