@@ -319,10 +319,13 @@ class Copier:
         state = self._start(resume)
         skipped = state.done
         if self.staging is not None:
-            if state.phase == "copying":
-                state = self._copy(state)
-            save_checkpoint(self.path, dataclasses.replace(state, phase="publishing"))
-            self.staging.publish()
+            try:
+                if state.phase == "copying":
+                    state = self._copy(state)
+                save_checkpoint(self.path, dataclasses.replace(state, phase="publishing"))
+                self.staging.publish()
+            finally:
+                self.staging.close()
         clear_checkpoint(self.path)
         chunks = self.backend.status().chunks
         return dataclasses.replace(
