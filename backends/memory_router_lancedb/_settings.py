@@ -27,6 +27,7 @@ class LanceSettings:
     read_consistency_interval_s: float = 0.0
     connect_timeout_s: float = 3.0
     request_timeout_s: float = 20.0
+    max_retries: int = 3
     write_retries: int = 6
     optimize_every_writes: int = 20
     optimize_interval_minutes: float = 60.0
@@ -46,6 +47,8 @@ class LanceSettings:
             raise ValueError(
                 "cleanup_older_than_hours must be more than 0 (readers on old versions need it)"
             )
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be 0 or more")
         for name in ("write_retries", "refine_factor", "keep_generations", "ann_min_rows"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
@@ -62,6 +65,8 @@ class LanceSettings:
         options = {k: v for k, v in resolved.items() if v is not None}
         options.setdefault("connect_timeout", f"{self.connect_timeout_s}s")
         options.setdefault("timeout", f"{self.request_timeout_s}s")
+        options.setdefault("client_max_retries", str(self.max_retries))
+        options.setdefault("client_retry_timeout", str(max(1, round(self.request_timeout_s))))
         return options
 
     def masked_options(self) -> dict[str, str]:

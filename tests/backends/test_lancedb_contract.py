@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from s3_helpers.moto_server import BUCKET, S3Server
 
 from memory_router.testing import BackendContract
+from s3_helpers.moto_server import BUCKET, S3Server
 
 
 class TestLanceLocalKeywordOnly(BackendContract):
