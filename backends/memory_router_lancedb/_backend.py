@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,8 @@ class LanceBackend(Backend):
             Path(uri).mkdir(parents=True, exist_ok=True)
         self.store = LanceStore(self.settings, uri, name=self.name, shown_uri=mask_uri(uri))
         self.journal = Path(context.config.entries.path).as_posix()
+        # The keyword leg runs beside the vector leg (LanceDB releases the GIL).
+        self._legs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lancedb-leg")
 
     # -- sync ---------------------------------------------------------------------------
 
@@ -138,16 +141,21 @@ class LanceBackend(Backend):
             note = f"query embedding failed, keyword-only answer: {error.message}"
             hits = [self._hit(r, text_score=r.score) for r in rows.values()]
             return self._result(tables, hits, mode="keyword", relaxed=0.0, notes=(note,))
+        keyword_leg: Future[dict[str, Row]] | None = None
+        if hybrid.enabled and has_fts:
+            keyword_leg = self._legs.submit(
+                _search.keyword_rows, tables.chunks, request.query, where=where, limit=limit
+            )
         vector: dict[str, Row] = {}
         if np.any(query_vector):
             refine = self.settings.refine_factor if _housekeeping.has_ann(tables.chunks) else None
             vector = _search.vector_rows(
                 tables.chunks, query_vector, where=where, limit=limit, refine_factor=refine
             )
-        if not hybrid.enabled or not has_fts:
+        if keyword_leg is None:
             hits = [self._hit(r, vector_score=r.score) for r in vector.values()]
             return self._result(tables, hits, mode="vector", relaxed=None)
-        keyword = _search.keyword_rows(tables.chunks, request.query, where=where, limit=limit)
+        keyword = keyword_leg.result()
         hits = merge(keyword, vector, hybrid.vector_weight, hybrid.text_weight, self.name)
         return self._result(tables, hits[:limit], mode="hybrid", relaxed=hybrid.text_weight)
 
@@ -188,6 +196,7 @@ class LanceBackend(Backend):
             return BackendStatus(name=self.name, available=False, error=error.message)
 
     def close(self) -> None:
+        self._legs.shutdown(wait=True)
         self.store.close()
 
     def export_chunks(self) -> Iterator[Chunk]:

@@ -22,16 +22,31 @@ FTS_INDEX = "text_idx"
 VECTOR_INDEX = "vector_idx"
 
 
+INDEX_CHECK_S = 2.0  # how long a search trusts what it last saw of a table's indexes
+_seen: dict[int, tuple[float, frozenset[str]]] = {}
+
+
 def _indices(table: Any) -> dict[str, Any]:
     return {i.name: i for i in table.list_indices()}
 
 
+def index_names(table: Any) -> frozenset[str]:
+    """The table's index names, re-listed at most every ``INDEX_CHECK_S`` seconds."""
+    now = time.monotonic()
+    cached = _seen.get(id(table))
+    if cached is not None and now - cached[0] < INDEX_CHECK_S:
+        return cached[1]
+    names = frozenset(_indices(table))
+    _seen[id(table)] = (now, names)
+    return names
+
+
 def has_fts(table: Any) -> bool:
-    return FTS_INDEX in _indices(table)
+    return FTS_INDEX in index_names(table)
 
 
 def has_ann(table: Any) -> bool:
-    return VECTOR_INDEX in _indices(table)
+    return VECTOR_INDEX in index_names(table)
 
 
 def ensure_fts(table: Any) -> bool:
@@ -42,6 +57,7 @@ def ensure_fts(table: Any) -> bool:
 
     config = FTS(with_position=False, stem=False, remove_stop_words=False, ascii_folding=True)
     table.create_index("text", config=config, name=FTS_INDEX)
+    _seen.pop(id(table), None)
     return True
 
 
@@ -62,6 +78,7 @@ def ensure_ann(store: LanceStore, table: Any) -> bool:
     else:
         config = index.IvfHnswSq(distance_type="cosine")
     table.create_index("vector", config=config, name=VECTOR_INDEX)
+    _seen.pop(id(table), None)
     return True
 
 
