@@ -24,6 +24,6 @@ def register_embedding_providers(register: Callable[[ProviderSpec], None]) -> No
             name="minilm",
             factory=create,
             auto_priority=AUTO_PRIORITY,
-            description=f"{MODEL} (384-d) offline with numpy; `{INSTALL}`",
+            description=f"{MODEL} (384-d) offline (onnxruntime, numpy fallback); `{INSTALL}`",
         )
     )
