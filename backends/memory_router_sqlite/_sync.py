@@ -12,13 +12,16 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_router import Chunk, Document, Embedder, Progress, Snapshot, SyncReport
 
 from ._db import Connection, ensure_vec, read_meta, table_exists, transaction, write_meta
 from ._store import Store, remove_db
-from ._vectors import Vector, encode
+from ._vectors import encode
+
+if TYPE_CHECKING:
+    from ._vectors import Vector
 
 GROUP_CHUNKS = 512  # chunks embedded and written per transaction
 GROUP_FILES = 500

@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any, cast
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, cast
 
 from memory_router import Category, Chunk, Entry
 
 from ._db import Connection, read_meta, transaction, write_meta
 from ._store import Store
 from ._sync import Indexer
-from ._vectors import Vector, decode
+from ._vectors import decode
+
+if TYPE_CHECKING:
+    from ._vectors import Vector
 
 BATCH = 500
 
@@ -92,4 +93,6 @@ def _write(conn: Connection, indexer: Indexer, batch: list[Chunk]) -> int:
 
 
 def decode_tuple(values: tuple[float, ...]) -> Vector | None:
+    import numpy as np
+
     return np.asarray(values, dtype=np.float32) if values else None

@@ -121,6 +121,9 @@ class MiniLMProvider(EmbeddingProvider):
     def route_inputs(self) -> RouteInputs:
         """The loaded model, for building other routes over the same weights."""
         self._load()
+        return self._inputs()
+
+    def _inputs(self) -> RouteInputs:
         assert self._encoder is not None
         return RouteInputs(
             folder=self.folder, encoder=self._encoder, tokenizer=self._tokenizer,
@@ -187,12 +190,12 @@ def _blas_threads(count: int) -> AbstractContextManager[Any]:
     return limits
 
 
-def create(context: ProviderContext, model: str) -> MiniLMProvider:
-    """The provider factory: fails with the install command when the model is missing."""
+def checked_folder(model: str, provider: str) -> Path:
+    """The model folder, after checking the requested model and the installed packages."""
     wanted = model.removeprefix("sentence-transformers/")
     if wanted and wanted.lower() != MODEL.lower():
         raise EmbeddingError(
-            f"the minilm provider only runs {MODEL}, not {model!r}", provider="minilm"
+            f"the {provider} provider only runs {MODEL}, not {model!r}", provider=provider
         )
     folder = model_dir()
     if (
@@ -200,8 +203,14 @@ def create(context: ProviderContext, model: str) -> MiniLMProvider:
         or importlib.util.find_spec("safetensors") is None
     ):
         raise EmbeddingError(
-            "the minilm provider needs `tokenizers` and `safetensors`",
-            provider="minilm",
+            f"the {provider} provider needs `tokenizers` and `safetensors`",
+            provider=provider,
             hint="pip install 'memory-router[minilm]'",
         )
+    return folder
+
+
+def create(context: ProviderContext, model: str) -> MiniLMProvider:
+    """The provider factory: fails with the install command when the model is missing."""
+    folder = checked_folder(model, "minilm")
     return MiniLMProvider(folder, threads=context.config.embedding.local.threads)

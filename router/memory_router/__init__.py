@@ -30,6 +30,7 @@ from ._exceptions import (
     Unsupported,
 )
 from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
+from ._lazy import lazy_exports
 from ._plugins import get_plugin_manager
 from ._providers import ProviderContext, ProviderSpec
 from ._router import Router
@@ -104,6 +105,7 @@ __all__ = [
     "extract_keywords",
     "get_plugin_manager",
     "hookimpl",
+    "lazy_exports",
     "load_config",
     "no_progress",
     "normalize",

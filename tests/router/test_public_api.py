@@ -50,6 +50,7 @@ EXPECTED = [
     "extract_keywords",
     "get_plugin_manager",
     "hookimpl",
+    "lazy_exports",
     "load_config",
     "no_progress",
     "normalize",
