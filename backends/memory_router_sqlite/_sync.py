@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memory_router import Chunk, Document, Embedder, Progress, Snapshot, SyncReport
+from memory_router import Chunk, Document, Embedder, Progress, Snapshot, SyncReport, prefetch
 
 from ._db import Connection, ensure_vec, read_meta, table_exists, transaction, write_meta
 from ._store import Store, remove_db
@@ -59,6 +59,49 @@ def rebuild_reason(
     return None
 
 
+Group = list[tuple[Document, list[Chunk]]]
+
+
+class Meter:
+    """Progress of a sync: files written, or (with an embedder) chunks embedded.
+
+    The chunk total is known only once every file is chunked; until then it is estimated
+    from the chunks per file so far, so the bar's rate and ETA are meaningful early.
+    """
+
+    def __init__(self, files: int, progress: Progress, *, chunks: bool) -> None:
+        self.files = files
+        self.progress = progress
+        self.by_chunks = chunks
+        self.files_chunked = self.chunks_seen = self.chunks_done = self.files_done = 0
+
+    def total(self) -> int:
+        if not self.files_chunked or self.files_chunked >= self.files:
+            return self.chunks_seen
+        return round(self.chunks_seen / self.files_chunked * self.files)
+
+    def report(self) -> None:
+        if self.by_chunks:
+            self.progress(done=self.chunks_done, total=self.total(), label="embedding")
+        else:
+            self.progress(done=self.files_done, total=self.files, label="indexing")
+
+    def chunked(self, count: int) -> None:
+        self.files_chunked += 1
+        self.chunks_seen += count
+
+    def embedding(self, *, done: int, total: int, label: str) -> None:
+        """The embedder's per-call progress, shifted by the chunks of earlier groups."""
+        self.progress(done=self.chunks_done + done, total=max(self.total(), total), label=label)
+
+    def embedded(self, count: int) -> None:
+        self.chunks_done += count
+
+    def wrote(self, files: int) -> None:
+        self.files_done += files
+        self.report()
+
+
 class Indexer:
     """Writes documents' chunks (with vectors when an embedder is given) into one database."""
 
@@ -82,23 +125,18 @@ class Indexer:
         return {p: h for p, h in self.conn.execute("SELECT path, hash FROM files")}
 
     def run(self, snapshot: Snapshot, counts: Counts, progress: Progress) -> None:
+        """Index the changed files of ``snapshot``: chunking, embedding and writing overlap."""
         stored = self.stored_files()
         changed = [d for d in snapshot.documents if stored.get(d.path) != d.hash]
         counts.unchanged = len(snapshot.documents) - len(changed)
-        total = len(changed)
-        progress(done=0, total=total, label="indexing")
-        group: list[tuple[Document, list[Chunk]]] = []
-        size = done = 0
-        for doc in changed:
-            group.append((doc, snapshot.chunks(doc)))
-            size += len(group[-1][1])
-            if size >= GROUP_CHUNKS or len(group) >= GROUP_FILES:
-                done += self._flush(group, stored, counts)
-                progress(done=done, total=total, label="indexing")
-                group, size = [], 0
-        if group:
-            done += self._flush(group, stored, counts)
-            progress(done=done, total=total, label="indexing")
+        meter = Meter(len(changed), progress, chunks=self.embedder is not None)
+        meter.report()
+        # Thread 1 reads and chunks files, thread 2 embeds, this thread writes (SQLite).
+        groups = prefetch(self._groups(snapshot, changed, meter), depth=2, name="chunking")
+        embedded = prefetch(((g, self._embed(g, meter)) for g in groups), name="embedding")
+        for group, vectors in embedded:
+            self._write(group, vectors, stored, counts)
+            meter.wrote(len(group))
         live = {d.path for d in snapshot.documents}
         gone = [p for p in stored if p not in live]
         if gone:
@@ -107,11 +145,28 @@ class Indexer:
                     self.delete_path(path)
             counts.removed = len(gone)
 
-    def _flush(
-        self, group: list[tuple[Document, list[Chunk]]], stored: dict[str, str], counts: Counts
-    ) -> int:
-        chunks = [c for _, cs in group for c in cs]
-        vectors = self._embed([c.text for c in chunks])
+    @staticmethod
+    def _groups(snapshot: Snapshot, changed: list[Document], meter: Meter) -> Iterator[Group]:
+        """Changed documents with their chunks, about :data:`GROUP_CHUNKS` chunks a group."""
+        group: Group = []
+        size = 0
+        for doc in changed:
+            group.append((doc, snapshot.chunks(doc)))
+            size += len(group[-1][1])
+            meter.chunked(len(group[-1][1]))
+            if size >= GROUP_CHUNKS or len(group) >= GROUP_FILES:
+                yield group
+                group, size = [], 0
+        if group:
+            yield group
+
+    def _write(
+        self,
+        group: Group,
+        vectors: list[Vector | None],
+        stored: dict[str, str],
+        counts: Counts,
+    ) -> None:
         with transaction(self.conn):
             at = 0
             for doc, doc_chunks in group:
@@ -126,12 +181,16 @@ class Indexer:
         for doc, _ in group:
             if self.snapshot is not None:
                 self.snapshot.release(doc)
-        return len(group)
 
-    def _embed(self, texts: list[str]) -> list[Vector | None]:
+    def _embed(self, group: Group, meter: Meter) -> list[Vector | None]:
+        texts = [c.text for _, chunks in group for c in chunks]
         if self.embedder is None or not texts:
             return [None] * len(texts)
-        return list(self.embedder.embed_documents(texts))
+        vectors: list[Vector | None] = list(
+            self.embedder.embed_documents(texts, progress=meter.embedding)
+        )
+        meter.embedded(len(texts))
+        return vectors
 
     def write_chunks(self, chunks: Sequence[Chunk], vectors: Sequence[Vector | None]) -> None:
         now = int(time.time() * 1000)

@@ -97,7 +97,7 @@ def ort_session(model: bytes) -> Any:
     return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
-def ort_encoder(session: Any, tokenizer: Any, threads: int) -> Encode:
+def ort_encoder(session: Any, tokenizer: Any, threads: int, *, batch: int = ORT_BATCH) -> Encode:
     """Texts → vectors through a session whose graph pools and normalises itself."""
 
     def run(ids: Any, mask: Any) -> Array:
@@ -106,7 +106,7 @@ def ort_encoder(session: Any, tokenizer: Any, threads: int) -> Encode:
 
     def encode(texts: Sequence[str]) -> Array:
         encodings = tokenizer.encode_batch(list(texts))
-        return encode_batches(encodings, ORT_BATCH, run, dims=384, workers=threads)
+        return encode_batches(encodings, batch, run, dims=384, workers=threads)
 
     return encode
 

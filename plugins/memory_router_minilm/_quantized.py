@@ -4,7 +4,8 @@ The fp32 graph of :mod:`._graph` is quantised with onnxruntime's dynamic quantis
 int8 weights per output channel, activations quantised per call, in the attention and
 feed-forward projections; the feed-forward down projections, where BERT's activation
 outliers live, stay fp32 (:data:`KEEP_FP32`), and so do the embeddings, layer norms,
-softmax and pooling. The vectors are close to fp32 but not the same (measured in
+softmax and pooling. Each text runs alone (activation scales are per input tensor, so
+batching would make a vector depend on its batch-mates). The vectors are close to fp32 but not the same (measured in
 docs/performance.md), so the provider has its own id and provider key: its vectors never
 mix with ``minilm``'s in the cache or an index. The quantised model is built once and
 kept in ``[embedding.local] model_cache_dir``.
@@ -62,7 +63,9 @@ class MiniLMInt8Provider(MiniLMProvider):
             )
         inputs = self._inputs()  # loaded by encode(); this thread holds the lock
         session = ort_session(quantized_model(inputs.encoder, self.folder, self.cache_dir))
-        encode = ort_encoder(session, inputs.tokenizer, self.threads)
+        # One text per run: dynamic quantisation scales activations over the whole input
+        # tensor, so a batch would make a text's vector depend on its batch-mates.
+        encode = ort_encoder(session, inputs.tokenizer, self.threads, batch=1)
         score = agrees(self._run_numpy, encode)
         if score < MIN_COSINE:
             raise EmbeddingError(

@@ -32,6 +32,7 @@ from ._exceptions import (
 )
 from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
 from ._lazy import lazy_exports
+from ._pipeline import prefetch
 from ._plugins import get_plugin_manager
 from ._providers import ProviderContext, ProviderSpec
 from ._router import Router
@@ -116,6 +117,7 @@ __all__ = [
     "no_progress",
     "normalize",
     "parse_settings",
+    "prefetch",
     "provider_key",
     "sha256_text",
 ]

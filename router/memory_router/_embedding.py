@@ -272,7 +272,9 @@ class Embedder:
         }
         done = len(texts) - len(missing)
         progress(done=done, total=len(texts), label="embedding")
-        batches = list(_batches(list(missing.items()), provider.max_batch_tokens))
+        # Similar lengths share a batch, so a local model pads little (order is restored below).
+        by_length = sorted(missing.items(), key=lambda item: len(item[1]))
+        batches = list(_batches(by_length, provider.max_batch_tokens))
         fresh: dict[str, Vector] = {}
 
         def run(batch: list[tuple[str, str]]) -> dict[str, Vector]:

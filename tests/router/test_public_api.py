@@ -60,6 +60,7 @@ EXPECTED = [
     "no_progress",
     "normalize",
     "parse_settings",
+    "prefetch",
     "provider_key",
     "sha256_text",
 ]
