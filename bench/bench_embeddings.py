@@ -148,16 +148,20 @@ def main() -> None:
                 vectors[name] = np.asarray(encode(chunks))
                 speeds[name].append(len(chunks) / (time.perf_counter() - started))
         latency = {name: query_ms(encode) for name, encode in found.items()}
-    base_name = next(iter(found))
-    reference = vectors[base_name]
+    before, now = list(found)[:2]
+    reference = vectors[before]
     print(f"load after {os.getloadavg()[0]:.1f}")
-    print("| route | chunks/s (median) | × numpy before | query ms | cos vs numpy mean / min |")
-    print("|---|---|---|---|---|")
+    print("| route | chunks/s (median) | × numpy before | × numpy now | query ms "
+          "| cos vs numpy mean / min |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
     for name, runs in speeds.items():
-        ratio = statistics.median(r / b for r, b in zip(runs, speeds[base_name], strict=True))
+        ratios = [
+            statistics.median(r / b for r, b in zip(runs, speeds[base], strict=True))
+            for base in (before, now)
+        ]
         cos = cosines(vectors[name], reference)
-        print(f"| {name} | {statistics.median(runs):.1f} | {ratio:.2f} | {latency[name]:.1f} "
-              f"| {cos.mean():.6f} / {cos.min():.6f} |")  # fmt: skip
+        print(f"| {name} | {statistics.median(runs):.1f} | {ratios[0]:.2f} | {ratios[1]:.2f} "
+              f"| {latency[name]:.1f} | {cos.mean():.6f} / {cos.min():.6f} |")  # fmt: skip
 
 
 if __name__ == "__main__":
