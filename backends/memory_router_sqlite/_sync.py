@@ -60,6 +60,8 @@ def rebuild_reason(
 
 
 Group = list[tuple[Document, list[Chunk]]]
+Batch = tuple[Group, Group]
+"""Documents to write and embed, and documents to adopt (see :meth:`Indexer._groups`)."""
 
 
 class Meter:
@@ -131,12 +133,14 @@ class Indexer:
         counts.unchanged = len(snapshot.documents) - len(changed)
         meter = Meter(len(changed), progress, chunks=self.embedder is not None)
         meter.report()
+        adoptable = {p: ids for p, ids in self.orphans().items() if p not in stored}
         # Thread 1 reads and chunks files, thread 2 embeds, this thread writes (SQLite).
-        groups = prefetch(self._groups(snapshot, changed, meter), depth=2, name="chunking")
-        embedded = prefetch(((g, self._embed(g, meter)) for g in groups), name="embedding")
-        for group, vectors in embedded:
-            self._write(group, vectors, stored, counts)
-            meter.wrote(len(group))
+        batches = self._groups(snapshot, changed, meter, adoptable)
+        chunked = prefetch(batches, depth=2, name="chunking")
+        embedded = prefetch(((b, self._embed(b, meter)) for b in chunked), name="embedding")
+        for batch, vectors in embedded:
+            self._write(batch, vectors, stored, counts)
+            meter.wrote(len(batch[0]) + len(batch[1]))
         live = {d.path for d in snapshot.documents}
         gone = [p for p in stored if p not in live]
         if gone:
@@ -145,29 +149,57 @@ class Indexer:
                     self.delete_path(path)
             counts.removed = len(gone)
 
+    def orphans(self) -> dict[str, set[str]]:
+        """Chunk ids by path for paths without a ``files`` row (what ``migrate`` leaves)."""
+        found: dict[str, set[str]] = {}
+        rows = self.conn.execute(
+            "SELECT path, id FROM chunks WHERE path NOT IN (SELECT path FROM files)"
+        )
+        for path, chunk_id in rows:
+            found.setdefault(path, set()).add(chunk_id)
+        return found
+
     @staticmethod
-    def _groups(snapshot: Snapshot, changed: list[Document], meter: Meter) -> Iterator[Group]:
-        """Changed documents with their chunks, about :data:`GROUP_CHUNKS` chunks a group."""
+    def _groups(
+        snapshot: Snapshot,
+        changed: list[Document],
+        meter: Meter,
+        adoptable: dict[str, set[str]],
+    ) -> Iterator[Batch]:
+        """Changed documents with their chunks, about :data:`GROUP_CHUNKS` chunks a group.
+
+        A document whose chunks are all indexed already without a ``files`` row (the state
+        ``migrate`` leaves) is *adopted*: its file row is written, nothing is embedded.
+        """
         group: Group = []
+        adopted: Group = []
         size = 0
         for doc in changed:
-            group.append((doc, snapshot.chunks(doc)))
-            size += len(group[-1][1])
-            meter.chunked(len(group[-1][1]))
-            if size >= GROUP_CHUNKS or len(group) >= GROUP_FILES:
-                yield group
-                group, size = [], 0
-        if group:
-            yield group
+            chunks = snapshot.chunks(doc)
+            if chunks and adoptable.get(doc.path) == {c.id for c in chunks}:
+                adopted.append((doc, chunks))
+            else:
+                group.append((doc, chunks))
+                size += len(chunks)
+                meter.chunked(len(chunks))
+            if size >= GROUP_CHUNKS or len(group) + len(adopted) >= GROUP_FILES:
+                yield group, adopted
+                group, adopted, size = [], [], 0
+        if group or adopted:
+            yield group, adopted
 
     def _write(
         self,
-        group: Group,
+        batch: Batch,
         vectors: list[Vector | None],
         stored: dict[str, str],
         counts: Counts,
     ) -> None:
+        group, adopted = batch
         with transaction(self.conn):
+            for doc, _ in adopted:
+                self.write_file(doc)
+                counts.unchanged += 1
             at = 0
             for doc, doc_chunks in group:
                 if doc.path in stored:
@@ -178,12 +210,12 @@ class Indexer:
                 self.write_chunks(doc_chunks, vectors[at : at + len(doc_chunks)])
                 at += len(doc_chunks)
                 self.write_file(doc)
-        for doc, _ in group:
+        for doc, _ in (*group, *adopted):
             if self.snapshot is not None:
                 self.snapshot.release(doc)
 
-    def _embed(self, group: Group, meter: Meter) -> list[Vector | None]:
-        texts = [c.text for _, chunks in group for c in chunks]
+    def _embed(self, batch: Batch, meter: Meter) -> list[Vector | None]:
+        texts = [c.text for _, chunks in batch[0] for c in chunks]
         if self.embedder is None or not texts:
             return [None] * len(texts)
         vectors: list[Vector | None] = list(

@@ -5,10 +5,10 @@ int8 weights per output channel, activations quantised per call, in the attentio
 feed-forward projections; the feed-forward down projections, where BERT's activation
 outliers live, stay fp32 (:data:`KEEP_FP32`), and so do the embeddings, layer norms,
 softmax and pooling. Each text runs alone (activation scales are per input tensor, so
-batching would make a vector depend on its batch-mates). The vectors are close to fp32 but not the same (measured in
-docs/performance.md), so the provider has its own id and provider key: its vectors never
-mix with ``minilm``'s in the cache or an index. The quantised model is built once and
-kept in ``[embedding.local] model_cache_dir``.
+batching would make a vector depend on its batch-mates). The vectors are close to fp32
+but not the same (measured in docs/performance.md), so the provider has its own id and
+provider key: its vectors never mix with ``minilm``'s in the cache or an index. The
+quantised model is built once and kept in ``[embedding.local] model_cache_dir``.
 """
 
 from __future__ import annotations
