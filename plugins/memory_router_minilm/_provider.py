@@ -76,7 +76,7 @@ class MiniLMProvider(EmbeddingProvider):
     model = MODEL
     concurrency = 1  # one model in memory; the routes run batches on `threads` threads
     max_input_tokens = MAX_TOKENS
-    max_batch_tokens = 64_000  # bytes per call: enough texts for length-sorted batches
+    max_batch_tokens = 24_000  # bytes per call: a few batches per worker, frequent progress
 
     def __init__(
         self,
