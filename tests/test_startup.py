@@ -59,7 +59,7 @@ def test_discovering_every_plugin_imports_no_heavy_dependency() -> None:
     # Every entry point of the group was loaded (so plugins added later are checked too).
     group = {ep.name for ep in entry_points(group="memory_router")}
     assert group <= set(found["plugins"])
-    assert {"sqlite", "qmd"} <= set(found["backends"])
+    assert {"sqlite", "qmd", "lancedb"} <= set(found["backends"])
     assert {"minilm", "minilm-int8", "openai"} <= set(found["providers"])
 
 
@@ -91,14 +91,15 @@ print(json.dumps({"heavy": [m for m in json.loads(sys.argv[2]) if m in sys.modul
 
 
 def test_lazy_exports_still_reach_every_public_name() -> None:
+    import memory_router_lancedb
     import memory_router_llama
     import memory_router_minilm
     import memory_router_qmd
     import memory_router_sqlite
     import memory_router_watch
 
-    for module in (memory_router_llama, memory_router_minilm, memory_router_qmd,
-                   memory_router_sqlite, memory_router_watch):  # fmt: skip
+    for module in (memory_router_lancedb, memory_router_llama, memory_router_minilm,
+                   memory_router_qmd, memory_router_sqlite, memory_router_watch):  # fmt: skip
         for name in module.__all__:
             assert getattr(module, name) is not None, (module.__name__, name)
     with pytest.raises(AttributeError, match="no_such_name"):
