@@ -23,6 +23,7 @@ from memory_router import (
     Progress,
     SearchRequest,
     Snapshot,
+    Staging,
     SyncReport,
     no_progress,
 )
@@ -30,6 +31,7 @@ from memory_router import (
 from . import _housekeeping, _search, _transfer
 from ._search import Row
 from ._settings import LanceSettings, is_remote, mask_uri
+from ._staging import LanceStaging
 from ._store import LanceStore, Pointer, Tables
 from ._sync import sync_generation
 
@@ -205,6 +207,16 @@ class LanceBackend(Backend):
             return
         tables = self.store.guard("export", lambda: self.store.tables(pointer.generation))
         yield from _transfer.export_chunks(self.store, tables)
+
+    def index_fingerprint(self) -> Mapping[str, Any] | None:
+        pointer = self._pointer()
+        return dict(pointer.fingerprint) if pointer is not None else None
+
+    def stage(self, *, fingerprint: Mapping[str, Any], resume: bool) -> Staging:
+        staging: Staging = self.store.guard(
+            "migrate", lambda: LanceStaging.open(self.store, fingerprint, resume=resume)
+        )
+        return staging
 
     def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
         with self.store.write_lock:

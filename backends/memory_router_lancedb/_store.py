@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memory_router import MemoryRouterError
+
 from . import _schema
 from ._lance import lancedb, translate, with_retries
 from ._settings import LanceSettings
@@ -62,6 +64,8 @@ class LanceStore:
         """Run ``action``, translating any third-party error (see :mod:`._lance`)."""
         try:
             return action()
+        except MemoryRouterError:
+            raise
         except Exception as error:
             raise translate(error, backend=self.name, doing=doing, uri=self.shown_uri) from error
 
@@ -124,6 +128,12 @@ class LanceStore:
             [{"key": key, "value": json.dumps(value, sort_keys=True)}], schema=meta.schema
         )
         with_retries(lambda: upsert(meta, "key", row), attempts=self.settings.write_retries)
+
+    def delete_meta(self, key: str) -> None:
+        meta = self.meta(create=True)
+        with_retries(
+            lambda: meta.delete(f"key = {quote(key)}"), attempts=self.settings.write_retries
+        )
 
     # -- the live generation --------------------------------------------------------------
 

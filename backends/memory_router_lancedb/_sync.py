@@ -100,7 +100,7 @@ class Indexer:
         counts: Counts,
     ) -> int:
         chunks = list({c.id: c for _, cs in group for c in cs}.values())
-        vectors = self._embed([c.text for c in chunks])
+        vectors = self._embed(chunks)
         paths = [doc.path for doc, _ in group]
         self.write_chunks(chunks, vectors, paths=paths)
         for doc, _ in group:
@@ -114,10 +114,27 @@ class Indexer:
             snapshot.release(doc)
         return len(group)
 
-    def _embed(self, texts: list[str]) -> list[Sequence[float] | None]:
-        if self.embedder is None or not self.vector or not texts:
-            return [None] * len(texts)
-        return [list(map(float, v)) for v in self.embedder.embed_documents(texts)]
+    def _embed(self, chunks: list[Chunk]) -> list[Sequence[float] | None]:
+        """Vectors for ``chunks``: kept from rows with the same id (same text, lines and
+        model, e.g. imported by a migration), embedded (through the cache) otherwise."""
+        if self.embedder is None or not self.vector or not chunks:
+            return [None] * len(chunks)
+        kept = self._stored_vectors([c.id for c in chunks])
+        missing = [c for c in chunks if c.id not in kept]
+        fresh = self.embedder.embed_documents([c.text for c in missing]) if missing else []
+        found = {c.id: list(map(float, v)) for c, v in zip(missing, fresh, strict=True)}
+        return [kept.get(c.id) or found[c.id] for c in chunks]
+
+    def _stored_vectors(self, ids: list[str]) -> dict[str, Sequence[float]]:
+        rows = (
+            self.tables.chunks.search()
+            .where(in_list("id", ids))
+            .select(["id", "vector"])
+            .limit(len(ids))
+            .to_arrow()
+            .to_pylist()
+        )
+        return {r["id"]: r["vector"] for r in rows if r["vector"] is not None}
 
     def write_chunks(
         self,

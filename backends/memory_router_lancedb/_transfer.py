@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -43,10 +43,12 @@ def entries_by_chunk(table: Any, chunk_ids: list[str]) -> dict[str, Entry]:
 
 
 def export_chunks(store: LanceStore, tables: Tables) -> Iterator[Chunk]:
-    """Every chunk with its embedding (``None`` in keyword-only stores) and entry."""
+    """Every chunk with its embedding (``None`` in keyword-only stores) and entry, sorted
+    by chunk id (a stable order, so a resumed migration can skip by position)."""
     entries = {r["chunk_id"]: _entry(r) for r in tables.entries.to_arrow().to_pylist()}
     vector = "vector" in tables.chunks.schema.names
-    for batch in tables.chunks.to_lance().to_batches(batch_size=BATCH):
+    data = tables.chunks.to_arrow().sort_by("id")
+    for batch in data.to_batches(max_chunksize=BATCH):
         for r in batch.to_pylist():
             embedding = tuple(float(x) for x in r["vector"]) if vector and r["vector"] else None
             yield Chunk(
@@ -63,41 +65,51 @@ def export_chunks(store: LanceStore, tables: Tables) -> Iterator[Chunk]:
             )
 
 
+def normalised(fingerprint: Mapping[str, Any]) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(json.dumps(dict(fingerprint), sort_keys=True))
+    return value
+
+
 def import_chunks(
     store: LanceStore, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any], journal: str
 ) -> int:
     """Upsert ``chunks`` (by id) into the live generation, creating one when there is none.
 
-    Files get no ``files`` rows, so the next sync re-checks them against the workspace
-    (through the embedding cache). Vectors of another size than the store's are dropped.
+    Files get no ``files`` rows, so the next sync re-checks them against the workspace;
+    it reuses the imported vectors of chunks whose id (text, lines, model) is unchanged.
+    Vectors of another size than the store's are dropped.
     """
     pointer = store.pointer(fresh=True)
     if pointer is None:
-        wanted = json.loads(json.dumps(dict(fingerprint), sort_keys=True))
+        wanted = normalised(fingerprint)
         dims = wanted.get("vectorDims")
         tables = store.new_generation(int(dims) if dims else None)
         store.switch(tables, wanted, int(dims) if dims else None)
     else:
         tables = store.tables(pointer.generation)
-        dims = pointer.dims
-    indexer = Indexer(store, tables, None, journal=journal)
     written = 0
     batch: list[Chunk] = []
     for chunk in chunks:
         batch.append(chunk)
         if len(batch) >= BATCH:
-            written += _write(indexer, batch, dims)
+            written += write_batch(store, tables, batch)
             batch = []
     if batch:
-        written += _write(indexer, batch, dims)
+        written += write_batch(store, tables, batch)
     return written
 
 
-def _write(indexer: Indexer, batch: list[Chunk], dims: Any) -> int:
+def write_batch(store: LanceStore, tables: Tables, batch: Sequence[Chunk]) -> int:
+    """Upsert ``batch`` with its embeddings (and entries) into ``tables``."""
+    dims = tables.chunks.schema.field("vector").type.list_size if _has_vector(tables) else None
     unique = list({c.id: c for c in batch}.values())
     vectors = [
         list(c.embedding) if c.embedding is not None and len(c.embedding) == dims else None
         for c in unique
     ]
-    indexer.write_chunks(unique, vectors, paths=None)
+    Indexer(store, tables, None, journal="").write_chunks(unique, vectors, paths=None)
     return len(unique)
+
+
+def _has_vector(tables: Tables) -> bool:
+    return "vector" in tables.chunks.schema.names
