@@ -8,6 +8,7 @@ configuration, falling back through a chain when one fails.
 from __future__ import annotations
 
 from ._backend import Backend, BackendContext, BackendSpec
+from ._children import signal_child, spawn_child
 from ._config import Config, load_config
 from ._embedding import (
     Embedder,
@@ -110,4 +111,6 @@ __all__ = [
     "parse_settings",
     "provider_key",
     "sha256_text",
+    "signal_child",
+    "spawn_child",
 ]

@@ -56,6 +56,8 @@ EXPECTED = [
     "parse_settings",
     "provider_key",
     "sha256_text",
+    "signal_child",
+    "spawn_child",
 ]
 
 
