@@ -16,7 +16,6 @@ from . import _entries, _files, _journal, _plugins, _ranking
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
 from ._breaker import CircuitBreaker, CircuitOpen
 from ._calls import call_with_deadline, contained, fail_closed, positive_int, unit_float
-from ._coldread import MarkdownScan
 from ._config import Config, apply_overrides, load_config
 from ._embedding import Embedder
 from ._entries import EntryBook, ForgetResult, RecallResult, StoreResult
@@ -28,8 +27,8 @@ from ._exceptions import (
     MemoryRouterError,
     NotFound,
 )
-from ._jobs import SyncJobs
 from ._ledger import SyncLedger
+from ._reconcile import Reconciler
 from ._setup import EmbeddingSetup
 from ._status import source_counts
 from ._types import (
@@ -75,8 +74,7 @@ class Router:
         self._lock = threading.RLock()
         self._setup: EmbeddingSetup | None = None
         self._ledger = SyncLedger(config.sync)
-        self._jobs = SyncJobs(self._sync_job)
-        self._scans: dict[str, MarkdownScan] = {}
+        self._reconciler = Reconciler(config, self._ledger, self.backend, self._sync_job)
         self.last_fallback: Fallback | None = None
         self._closed = False
         self._book = EntryBook(config, lambda: self.embedder)
@@ -324,11 +322,10 @@ class Router:
         if not breaker.allow():
             last_error = breaker.snapshot().last_error or "failing"
             raise CircuitOpen(f"circuit open after failures (last: {last_error})", backend=name)
-        notes, cold = self._reconcile(name, new_session, last=last)
-        if cold:
-            result = self._scan(name).search(request, backend=name)
+        notes, scan = self._reconciler.before_search(name, new_session=new_session, last=last)
+        if scan is not None:
+            result = scan.search(request, backend=name)
         else:
-            self._drop_scan(name)
             backend = self.backend(name)
             deadline = self.config.router.timeout_s
 
@@ -339,75 +336,6 @@ class Router:
             result = call_with_deadline(name, call, deadline)
         breaker.success()
         return result, notes
-
-    def _reconcile(
-        self, name: str, new_session: bool, *, last: bool
-    ) -> tuple[tuple[str, ...], bool]:
-        """Sync ``name`` before it answers when due; notes, and whether to read cold.
-
-        A sidecar (``sync_in_background``) is never waited for. The chain's first backend
-        is waited for; a standby is given ``sync_wait_s``, past which it answers from the
-        index it has, or keyword-only from the Markdown when it has none yet, while the
-        sync goes on. A failed sync is a
-        failure of the backend, except for the chain's last backend, which answers from
-        the index it has with a note.
-        """
-        backend = self.backend(name)
-        finished = self._jobs.collect(name)
-        if finished is not None and finished.error is not None:
-            if not last:
-                kind = type(error) if isinstance(error := finished.error, BackendError) else None
-                raise (kind or BackendError)(
-                    f"its sync failed: {error.message}", backend=name
-                ) from error
-            return (f"index not brought up to date ({name}): {finished.error.message}",), False
-        job = self._jobs.running(name)
-        primary = name == self.config.router.chain[0]
-        due = self._ledger.due(name, new_session=new_session) or (
-            not primary and not self._ledger.ever_synced(name)
-        )
-        if job is None and not due:
-            return (), False
-        job = job or self._jobs.start(name, self._ledger.changes)
-        if getattr(backend, "sync_in_background", False):
-            return (f"{name}: the index may be stale: a sync is running in the background",), False
-        # The primary's own reconcile stays synchronous (cheap, and what makes hand edits
-        # visible); a standby gets sync_wait_s, so a cold one answers within seconds.
-        wait = (
-            None if primary else min(self.config.router.sync_wait_s, self.config.router.timeout_s)
-        )
-        if job.wait(wait):
-            return self._reconcile(name, False, last=last) if job.error else ((), False)
-        if self._has_index(name):
-            return (
-                f"{name}: the index may be stale: its sync has run {job.age:.1f} s"
-                " and goes on in the background",
-            ), False
-        return (
-            f"{name}: degraded: its index is still being built ({job.age:.1f} s so far);"
-            " answered keyword-only from the Markdown",
-        ), True
-
-    def _has_index(self, name: str) -> bool:
-        try:
-            with contained(name, "status"):
-                status = self.backend(name).status()
-        except MemoryRouterError:
-            return False
-        return status.available and (status.chunks > 0 or status.files > 0)
-
-    def _scan(self, name: str) -> MarkdownScan:
-        with self._lock:
-            scan = self._scans.get(name)
-            if scan is None:
-                scan = self._scans[name] = MarkdownScan(self.config)
-            return scan
-
-    def _drop_scan(self, name: str) -> None:
-        with self._lock:
-            scan = self._scans.pop(name, None)
-        if scan is not None:
-            scan.close()
 
     def _fail(self, name: str, error: MemoryRouterError) -> Fallback:
         """The one failure path: count it on the breaker (unless it was open) and record it."""
@@ -590,8 +518,6 @@ class Router:
             except MemoryRouterError:
                 pass  # closing the others matters more than this backend's complaint
         self._backends.clear()
-        self._jobs.wait_all(2.0)
-        for scan in self._scans.values():
-            scan.close()
+        self._reconciler.close()
         if self._setup is not None:
             self._setup.close()

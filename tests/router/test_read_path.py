@@ -185,7 +185,7 @@ def test_a_failed_background_sync_is_a_breaker_failure_and_the_chain_moves_on(
     second = router.search("zebra-quartz-42", min_score=0)
     assert first.backend == "sidecar"
     assert second.backend == "sqlite"
-    assert "its sync failed" in second.fallback.reason  # type: ignore[union-attr]
+    assert "index sync failed" in second.fallback.reason  # type: ignore[union-attr]
     assert router.status().breakers["sidecar"].failures == 1
 
 
