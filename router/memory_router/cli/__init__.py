@@ -15,6 +15,7 @@ from ._app import CliState, CommandError, RootGroup, report_error
 from ._entries import entries, forget, recall, store
 from ._info import plugins, status
 from ._memory import get, index, search
+from ._migrate import config, migrate
 
 __all__ = ["CliState", "CommandError", "build_cli", "report_error"]
 
@@ -28,6 +29,8 @@ BUILTIN_COMMANDS: tuple[click.Command, ...] = (
     entries,
     status,
     plugins,
+    migrate,
+    config,
 )
 
 
