@@ -6,8 +6,10 @@ the guardian waits for it and reaps it. The guardian holds the read end of a pip
 write end only this process holds: when this process ends in any way (normal exit,
 SIGTERM, SIGINT or SIGKILL) the kernel closes the write end, the guardian reads
 end-of-file and SIGKILLs the command's whole group, grandchildren included (a ``qmd``
-launcher's worker, a shell's ``sleep``). Signal a child with :func:`signal_child`: the
-guardian forwards SIGTERM/SIGINT/SIGHUP to the group and turns SIGKILL into a group kill.
+launcher's worker, a shell's ``sleep``). Should the guardian itself be SIGKILLed, the
+command dies with it (``PR_SET_PDEATHSIG`` on Linux). Signal a child with
+:func:`signal_child`: the guardian forwards SIGTERM/SIGINT/SIGHUP to the group and turns
+SIGKILL into a group kill.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ pid = os.fork()
 if pid == 0:
     os.setpgid(0, 0)
     os.close(watch)
+    try:  # Linux: die with the guardian even if it is SIGKILLed itself
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+    except Exception:
+        pass
     try:
         os.execvp(sys.argv[2], sys.argv[2:])
     except OSError as error:
