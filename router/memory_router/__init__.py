@@ -7,7 +7,15 @@ configuration, falling back through a chain when one fails.
 
 from __future__ import annotations
 
+from ._agent_config import (
+    CaptureConfig,
+    CompactionConfig,
+    MemoryFlushConfig,
+    RecallConfig,
+    ServeConfig,
+)
 from ._backend import Backend, BackendContext, BackendSpec, Staging
+from ._capture import CaptureResult, RecallBlock, capture, recall_block
 from ._children import signal_child, spawn_child
 from ._config import Config, load_config
 from ._embedding import (
@@ -31,6 +39,7 @@ from ._exceptions import (
     PluginError,
     Unsupported,
 )
+from ._flush import NO_REPLY, FlushDecision, check_memory_flush, is_silent_reply
 from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
 from ._plugins import get_plugin_manager
 from ._providers import ProviderContext, ProviderSpec
@@ -62,6 +71,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CATEGORIES",
+    "NO_REPLY",
     "Backend",
     "BackendContext",
     "BackendError",
@@ -70,8 +80,11 @@ __all__ = [
     "BackendStatus",
     "BackendTimeout",
     "BackendUnavailable",
+    "CaptureConfig",
+    "CaptureResult",
     "Category",
     "Chunk",
+    "CompactionConfig",
     "Config",
     "ConfigError",
     "Document",
@@ -83,21 +96,26 @@ __all__ = [
     "EntryMatch",
     "Fallback",
     "FileText",
+    "FlushDecision",
     "ForgetResult",
     "Hit",
     "InvalidInput",
+    "MemoryFlushConfig",
     "MemoryRouterError",
     "NotFound",
     "PluginError",
     "Progress",
     "ProviderContext",
     "ProviderSpec",
+    "RecallBlock",
+    "RecallConfig",
     "RecallResult",
     "Router",
     "RouterStatus",
     "SearchRequest",
     "SearchResponse",
     "Secret",
+    "ServeConfig",
     "Snapshot",
     "Source",
     "Staging",
@@ -108,15 +126,19 @@ __all__ = [
     "bm25_to_score",
     "build_match_query",
     "build_or_query",
+    "capture",
+    "check_memory_flush",
     "entry_weight",
     "extract_keywords",
     "get_plugin_manager",
     "hookimpl",
+    "is_silent_reply",
     "load_config",
     "no_progress",
     "normalize",
     "parse_settings",
     "provider_key",
+    "recall_block",
     "sha256_text",
     "signal_child",
     "spawn_child",
