@@ -92,7 +92,12 @@ def test_no_child_survives_the_cli_process(
 ) -> None:
     fake = install_fake(tmp_path / "fake", behaviour=f"{point}=hang")
     config = fast_fail_config(
-        tmp_path, workspace, fake, update_timeout_s=60.0, search_timeout_s=60.0
+        tmp_path,
+        workspace,
+        fake,
+        update_timeout_s=60.0,
+        search_timeout_s=60.0,
+        command_timeout_s=30.0,  # a loaded machine must not fail the start instead
     )
     text = config.read_text().replace("timeout_s = 2\n", "timeout_s = 60\n", 1)
     config.write_text(text.replace("[router]\n", "[router]\nsync_wait_s = 0\n"))
