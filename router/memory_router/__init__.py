@@ -16,6 +16,7 @@ from ._agent_config import (
 )
 from ._backend import Backend, BackendContext, BackendSpec, Staging
 from ._capture import CaptureResult, RecallBlock, capture, recall_block
+from ._children import signal_child, spawn_child
 from ._config import Config, load_config
 from ._embedding import (
     Embedder,
@@ -143,4 +144,6 @@ __all__ = [
     "provider_key",
     "recall_block",
     "sha256_text",
+    "signal_child",
+    "spawn_child",
 ]

@@ -77,6 +77,8 @@ EXPECTED = [
     "provider_key",
     "recall_block",
     "sha256_text",
+    "signal_child",
+    "spawn_child",
 ]
 
 

@@ -23,7 +23,10 @@ from ._app import EXIT_ERROR, CliState, echo_json, read_argument, state
     "backends",
     multiple=True,
     metavar="NAME",
-    help="Sync this backend (repeatable; default: the chain's first, or all when standby is hot).",
+    help=(
+        "Sync this backend (repeatable; default: the chain's first, and the next ones while"
+        " the one before fails; all when standby is hot)."
+    ),
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the sync reports as JSON.")
 @click.pass_context
@@ -37,9 +40,12 @@ def index(ctx: click.Context, force: bool, backends: tuple[str, ...], as_json: b
     else:
         for report in reports:
             click.echo(sync_summary(report))
-    failed = [(r.backend, e) for r in reports for e in r.errors]
-    for backend, error in failed:
-        click.echo(f"Error: {backend}: {' '.join(error.split())}", err=True)
+    failed = [(r, e) for r in reports for e in r.errors]
+    for report, error in failed:
+        seconds = report.duration_ms / 1000
+        click.echo(
+            f"Error: {report.backend}: {' '.join(error.split())} (after {seconds:.1f} s)", err=True
+        )
     if failed:
         ctx.exit(EXIT_ERROR)
 
