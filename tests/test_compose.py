@@ -48,6 +48,17 @@ def test_compose_config_is_valid(tmp_path: Path) -> None:
     assert tomllib.loads((COMPOSE / "config.toml").read_text())
 
 
+def test_compose_serves_with_a_token_and_checks_health() -> None:
+    spec = yaml.safe_load((COMPOSE / "compose.yaml").read_text())
+    service = spec["services"]["memory-router"]
+    assert service["command"] == ["serve"]
+    assert service["healthcheck"]["test"] == ["CMD", "memory-router", "health"]
+    config = load_config(COMPOSE / "config.toml", environ={})
+    assert config.serve.host == "0.0.0.0"
+    assert config.serve.token is not None
+    assert config.serve.token.env in service["environment"]
+
+
 def test_lancedb_profile_two_replicas_share_one_store() -> None:
     spec = yaml.safe_load((COMPOSE / "compose.yaml").read_text())
     services = spec["services"]
