@@ -7,7 +7,7 @@ configuration, falling back through a chain when one fails.
 
 from __future__ import annotations
 
-from ._backend import Backend, BackendContext, BackendSpec
+from ._backend import Backend, BackendContext, BackendSpec, Staging
 from ._config import Config, load_config
 from ._embedding import (
     Embedder,
@@ -17,6 +17,7 @@ from ._embedding import (
     provider_key,
     sha256_text,
 )
+from ._entries import EntryMatch, ForgetResult, RecallResult, StoreResult, entry_weight
 from ._exceptions import (
     BackendError,
     BackendTimeout,
@@ -78,8 +79,10 @@ __all__ = [
     "EmbeddingError",
     "EmbeddingProvider",
     "Entry",
+    "EntryMatch",
     "Fallback",
     "FileText",
+    "ForgetResult",
     "Hit",
     "InvalidInput",
     "MemoryRouterError",
@@ -88,6 +91,7 @@ __all__ = [
     "Progress",
     "ProviderContext",
     "ProviderSpec",
+    "RecallResult",
     "Router",
     "RouterStatus",
     "SearchRequest",
@@ -95,12 +99,15 @@ __all__ = [
     "Secret",
     "Snapshot",
     "Source",
+    "Staging",
+    "StoreResult",
     "SyncReport",
     "Unsupported",
     "__version__",
     "bm25_to_score",
     "build_match_query",
     "build_or_query",
+    "entry_weight",
     "extract_keywords",
     "get_plugin_manager",
     "hookimpl",

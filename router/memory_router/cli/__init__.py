@@ -12,9 +12,10 @@ import pluggy
 from memory_router import __version__, _plugins
 
 from ._app import CliState, CommandError, RootGroup, report_error
-from ._entries import entries, forget, store
+from ._entries import entries, forget, recall, store
 from ._info import plugins, status
 from ._memory import get, index, search
+from ._migrate import config, migrate
 
 __all__ = ["CliState", "CommandError", "build_cli", "report_error"]
 
@@ -23,10 +24,13 @@ BUILTIN_COMMANDS: tuple[click.Command, ...] = (
     search,
     get,
     store,
+    recall,
     forget,
     entries,
     status,
     plugins,
+    migrate,
+    config,
 )
 
 
