@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def load_corpus() -> ModuleType:
     path = ROOT / "router" / "memory_router" / "testing" / "_secrets.py"
     spec = importlib.util.spec_from_file_location("secret_corpus", path)
-    assert spec is not None and spec.loader is not None
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load the corpus from {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules["secret_corpus"] = module
     spec.loader.exec_module(module)
