@@ -109,7 +109,7 @@ def _check_range(
     low, high = field.metadata.get("range", (0, MAX_NUMBER))
     if not low <= value <= high:
         raise ConfigError(
-            f"expected a number from {low:g} to {high:g}, got {value!r}",
+            f"expected a number from {low:.10g} to {high:.10g}, got {value!r}",
             path=path,
             table=table or None,
             key=key,
