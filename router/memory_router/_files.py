@@ -148,7 +148,11 @@ def _read_regular(fd: int, shown: str) -> str:
     if info.st_size > _MAX_BYTES:
         raise _refuse(shown, "too large")
     chunks = []
+    size = 0
     while block := os.read(fd, 1 << 20):
+        size += len(block)
+        if size > _MAX_BYTES:  # it grew since fstat
+            raise _refuse(shown, "too large")
         chunks.append(block)
     return b"".join(chunks).decode("utf-8", errors="replace")
 
