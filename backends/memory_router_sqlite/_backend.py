@@ -24,7 +24,9 @@ from memory_router import (
     SearchRequest,
     Snapshot,
     SyncReport,
+    fuse,
     no_progress,
+    vector_scale,
 )
 
 from . import _search
@@ -41,8 +43,10 @@ FTS_ONLY = "fts-only"
 class SqliteSettings:
     """``[backends.sqlite]``: where the index lives and how it is built.
 
-    ``path`` may use ``{stateDir}`` and ``{agentId}``; ``fts_tokenizer`` is ``unicode61``
-    or ``trigram`` (case-insensitive, for CJK substring search); ``vector = false`` or a
+    ``path`` may use ``{stateDir}`` and ``{agentId}``; ``fts_tokenizer`` is ``porter``
+    (default: ``porter unicode61``, English stemming, so "allergic" finds "allergy"),
+    ``unicode61`` (OpenClaw's, no stemming) or ``trigram`` (case-insensitive, for CJK
+    substring search); changing it rebuilds the index; ``vector = false`` or a
     sqlite-vec that cannot load means exact in-process cosine search instead of KNN, over
     the current model's vectors held in memory (4 × dims bytes a chunk, reloaded after
     each write); ``extension_path`` overrides the bundled sqlite-vec library.
@@ -55,7 +59,7 @@ class SqliteSettings:
     """
 
     path: str = "{stateDir}/agents/{agentId}/memory.sqlite"
-    fts_tokenizer: Literal["unicode61", "trigram"] = "unicode61"
+    fts_tokenizer: Literal["porter", "unicode61", "trigram"] = "porter"
     vector: bool = True
     extension_path: str = ""
     busy_timeout_ms: int = 5000
@@ -153,7 +157,16 @@ class SqliteBackend(Backend):
             return BackendResult(hits=tuple(self._with_entries(conn, only)), mode="vector")
         keyword_side = _search.keyword_or if hybrid.keyword_query == "or" else _search.keyword_and
         keyword = keyword_side(conn, scope, request.query)
-        hits = merge(keyword, vector, hybrid.vector_weight, hybrid.text_weight, self.name)
+        fused = fuse(
+            hybrid.fusion,
+            {k: r.score for k, r in vector.items()},
+            {k: r.score for k, r in keyword.items()},
+            vector_weight=hybrid.vector_weight,
+            text_weight=hybrid.text_weight,
+            scale=vector_scale(self.context.embedder.model),
+        )
+        rows = {**vector, **keyword}  # keyword text preferred (ref §1.7)
+        hits = [row_hit(rows[f.id], self.name, f.score, f.vector, f.text) for f in fused]
         return BackendResult(
             hits=tuple(self._with_entries(conn, hits[: request.candidates])),
             mode="hybrid",
@@ -285,21 +298,6 @@ def row_hit(
         chunk_id=row.id,
     )
 
-
-def merge(
-    keyword: Mapping[str, Row], vector: Mapping[str, Row], vw: float, tw: float, backend: str
-) -> list[Hit]:
-    """Union by chunk id; a missing side scores 0; keyword text preferred (ref §1.7)."""
-    hits = []
-    for chunk_id in {**vector, **keyword}:
-        k, v = keyword.get(chunk_id), vector.get(chunk_id)
-        row = k or v
-        assert row is not None
-        ks, vs = (k.score if k else None), (v.score if v else None)
-        score = vw * (vs or 0.0) + tw * (ks or 0.0)
-        hits.append(row_hit(row, backend, score, vs, ks))
-    hits.sort(key=lambda h: -h.score)
-    return hits
 
 
 def _attach(hit: Hit, entry: Entry | None) -> Hit:

@@ -8,6 +8,7 @@ configuration, falling back through a chain when one fails.
 from __future__ import annotations
 
 from ._backend import Backend, BackendContext, BackendSpec
+from ._calibration import vector_scale
 from ._config import Config, load_config
 from ._embedding import (
     Embedder,
@@ -28,6 +29,18 @@ from ._exceptions import (
     NotFound,
     PluginError,
     Unsupported,
+)
+from ._fusion import (
+    FUSION_METHODS,
+    FusionMethod,
+    Fused,
+    VectorScale,
+    convex_fusion,
+    fuse,
+    minmax_fusion,
+    rrf_fusion,
+    weighted_fusion,
+    zscore_fusion,
 )
 from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
 from ._plugins import get_plugin_manager
@@ -60,6 +73,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CATEGORIES",
+    "FUSION_METHODS",
     "Backend",
     "BackendContext",
     "BackendError",
@@ -80,6 +94,8 @@ __all__ = [
     "Entry",
     "Fallback",
     "FileText",
+    "Fused",
+    "FusionMethod",
     "Hit",
     "InvalidInput",
     "MemoryRouterError",
@@ -97,17 +113,25 @@ __all__ = [
     "Source",
     "SyncReport",
     "Unsupported",
+    "VectorScale",
     "__version__",
     "bm25_to_score",
     "build_match_query",
     "build_or_query",
+    "convex_fusion",
     "extract_keywords",
+    "fuse",
     "get_plugin_manager",
     "hookimpl",
     "load_config",
+    "minmax_fusion",
     "no_progress",
     "normalize",
     "parse_settings",
     "provider_key",
+    "rrf_fusion",
     "sha256_text",
+    "vector_scale",
+    "weighted_fusion",
+    "zscore_fusion",
 ]

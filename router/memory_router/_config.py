@@ -49,6 +49,11 @@ class HybridConfig:
     extracted keywords, as the default keyword-only mode does; the default because it
     measures far better on LoCoMo) or ``"and"`` (OpenClaw's: every query token must be in
     the chunk).
+
+    ``fusion`` is how the two lists become one (see :mod:`memory_router._fusion` and
+    docs/performance.md for the measurements): ``"convex"`` (default: calibrated cosine and
+    best-scaled BM25 in a convex combination), ``"rrf"``, ``"minmax"``, ``"zscore"``, or
+    ``"weighted"`` (OpenClaw's raw-score merge).
     """
 
     enabled: bool = True
@@ -56,6 +61,7 @@ class HybridConfig:
     text_weight: float = 0.3
     candidate_multiplier: int = 4
     keyword_query: Literal["or", "and"] = "or"
+    fusion: Literal["convex", "rrf", "minmax", "zscore", "weighted"] = "convex"
 
     def __post_init__(self) -> None:
         vector = min(max(self.vector_weight, 0.0), 1.0)

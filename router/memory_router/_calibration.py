@@ -1,0 +1,30 @@
+"""Score calibration per embedding model: what a cosine means, and the default ``min_score``.
+
+A cosine of 0.3 is noise for one model and a paraphrase for another, so a single threshold
+cannot serve all. :func:`vector_scale` maps a model's cosine into [0, 1] (its noise level
+to 0, a near-duplicate to 1) for :func:`~memory_router.convex_fusion`, and
+:func:`default_min_score` is the threshold that keeps a true paraphrase and drops noise
+with that model. The numbers were measured with ``memory-router bench`` (see
+docs/performance.md, "Scores that mean something"); a model that is not listed keeps raw
+cosine and the configured ``query.min_score``.
+"""
+
+from __future__ import annotations
+
+from ._fusion import VectorScale
+
+# model id (without provider prefix) → (cosine noise floor, near-duplicate ceiling).
+_SCALES: dict[str, VectorScale] = {
+    "all-MiniLM-L6-v2": VectorScale(floor=0.15, ceiling=0.75),
+}
+
+
+def _bare(model: str) -> str:
+    return model.rsplit("/", 1)[-1].removesuffix(".gguf")
+
+
+def vector_scale(model: str | None) -> VectorScale:
+    """The cosine calibration of ``model``; identity (raw cosine) when it is not known."""
+    if not model:
+        return VectorScale()
+    return _SCALES.get(_bare(model), VectorScale())
