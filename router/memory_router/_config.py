@@ -31,10 +31,21 @@ RESERVED_ENV = frozenset({"CONFIG", "PLUGINS", "PLUGIN_MODULES"})
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChunkingConfig:
-    """``[chunking]``: chunk size and overlap in estimated tokens (4 chars each)."""
+    """``[chunking]``: chunk size and overlap in estimated tokens (4 chars each).
 
-    tokens: int = 400
-    overlap: int = 80
+    The defaults (200 / 40) are half OpenClaw's 400 / 80: a 400-token chunk is longer than
+    MiniLM's 256-word-piece window (its tail is never embedded) and than the 700-character
+    snippet an agent reads (docs/performance.md has the measurements).
+
+    ``structure`` chunks Markdown by its structure — one chunk per list item or paragraph,
+    a heading joined to the block after it — in ``"curated"`` files (``MEMORY.md``,
+    ``memory.md`` and undated files under ``memory/``), in ``"all"`` Markdown files, or
+    nowhere (``"off"``: fixed windows everywhere, as OpenClaw does).
+    """
+
+    tokens: int = 200
+    overlap: int = 40
+    structure: Literal["curated", "all", "off"] = "curated"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tokens", max(1, self.tokens))

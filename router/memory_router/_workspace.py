@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import _chunking, _discovery, _journal, _sessions
+from . import _chunking, _discovery, _journal, _ranking, _sessions, _structure
 from ._config import Config
 from ._types import Chunk, Document
 
@@ -101,7 +101,10 @@ def load_document(doc: Document, config: Config, model: str) -> Loaded:
         line_map = tuple(session.line_map)
     else:
         text = scrub(Path(doc.abs_path).read_text(encoding="utf-8", errors="replace"))
-        raw = _chunking.chunk_markdown(text, tokens=tokens, overlap=overlap)
+        if by_structure(config.chunking.structure, doc.path):
+            raw = _structure.chunk_structured(text, tokens=tokens, overlap=overlap)
+        else:
+            raw = _chunking.chunk_markdown(text, tokens=tokens, overlap=overlap)
     chunks = [
         Chunk(
             id=_chunking.chunk_id(doc.source, doc.path, r.start_line, r.end_line, r.hash, model),
@@ -117,6 +120,17 @@ def load_document(doc: Document, config: Config, model: str) -> Loaded:
         if r.text.strip()
     ]
     return Loaded(text, chunks, line_map)
+
+
+def by_structure(setting: str, path: str) -> bool:
+    """Whether ``path`` is chunked by its Markdown structure under ``chunking.structure``."""
+    if setting == "all":
+        return True
+    if setting != "curated":
+        return False
+    if path in ("MEMORY.md", "memory.md"):
+        return True
+    return path.startswith("memory/") and _ranking.dated_file(path) is None
 
 
 def scrub(text: str) -> str:
@@ -166,6 +180,7 @@ def fingerprint_for(
         "vectorDims": dims,
         "chunkTokens": config.chunking.tokens,
         "chunkOverlap": config.chunking.overlap,
+        "chunkStructure": config.chunking.structure,
         "sources": list(sources),
         "scopeHash": scope_hash(config),
         "chunker": _chunking.CHUNKER_VERSION,

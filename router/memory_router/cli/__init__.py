@@ -12,6 +12,7 @@ import pluggy
 from memory_router import __version__, _plugins
 
 from ._app import CliState, CommandError, RootGroup, report_error
+from ._bench import bench
 from ._entries import entries, forget, store
 from ._info import plugins, status
 from ._memory import get, index, search
@@ -27,6 +28,7 @@ BUILTIN_COMMANDS: tuple[click.Command, ...] = (
     entries,
     status,
     plugins,
+    bench,
 )
 
 
