@@ -18,6 +18,7 @@ from ._embedding import (
     provider_key,
     sha256_text,
 )
+from ._entries import EntryMatch, ForgetResult, RecallResult, StoreResult, entry_weight
 from ._exceptions import (
     BackendError,
     BackendTimeout,
@@ -92,8 +93,10 @@ __all__ = [
     "EmbeddingError",
     "EmbeddingProvider",
     "Entry",
+    "EntryMatch",
     "Fallback",
     "FileText",
+    "ForgetResult",
     "Fused",
     "FusionMethod",
     "Hit",
@@ -104,6 +107,7 @@ __all__ = [
     "Progress",
     "ProviderContext",
     "ProviderSpec",
+    "RecallResult",
     "Router",
     "RouterStatus",
     "SearchRequest",
@@ -111,6 +115,7 @@ __all__ = [
     "Secret",
     "Snapshot",
     "Source",
+    "StoreResult",
     "SyncReport",
     "Unsupported",
     "VectorScale",
@@ -119,6 +124,7 @@ __all__ = [
     "build_match_query",
     "build_or_query",
     "convex_fusion",
+    "entry_weight",
     "extract_keywords",
     "fuse",
     "get_plugin_manager",
