@@ -18,6 +18,7 @@ from memory_router import (
     Chunk,
     EmbeddingError,
     Entry,
+    Explain,
     Hit,
     MemoryRouterError,
     Progress,
@@ -166,7 +167,19 @@ class SqliteBackend(Backend):
             scale=vector_scale(self.context.embedder.model),
         )
         rows = {**vector, **keyword}  # keyword text preferred (ref §1.7)
-        hits = [row_hit(rows[f.id], self.name, f.score, f.vector, f.text) for f in fused]
+        hits = [
+            replace(
+                row_hit(rows[f.id], self.name, f.score, f.vector, f.text),
+                explain=Explain(
+                    relevance=f.score,
+                    score=f.score,
+                    vector_part=f.vector_part,
+                    text_part=f.text_part,
+                    fusion=hybrid.fusion,
+                ),
+            )
+            for f in fused
+        ]
         return BackendResult(
             hits=tuple(self._with_entries(conn, hits[: request.candidates])),
             mode="hybrid",
@@ -297,7 +310,6 @@ def row_hit(
         text_score=text_score,
         chunk_id=row.id,
     )
-
 
 
 def _attach(hit: Hit, entry: Entry | None) -> Hit:

@@ -33,8 +33,8 @@ from ._exceptions import (
 )
 from ._fusion import (
     FUSION_METHODS,
-    FusionMethod,
     Fused,
+    FusionMethod,
     VectorScale,
     convex_fusion,
     fuse,
@@ -56,6 +56,7 @@ from ._types import (
     Chunk,
     Document,
     Entry,
+    Explain,
     Fallback,
     FileText,
     Hit,
@@ -94,6 +95,7 @@ __all__ = [
     "EmbeddingProvider",
     "Entry",
     "EntryMatch",
+    "Explain",
     "Fallback",
     "FileText",
     "ForgetResult",

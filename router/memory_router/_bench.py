@@ -262,7 +262,9 @@ def run_variant(
                 response = router.search(query.text, max_results=max(RECALL_AT), min_score=0.0)
                 latencies.append((time.perf_counter() - started) * 1000)
                 modes[response.mode] = modes.get(response.mode, 0) + 1
-                rows.append((query.category, score_query(query, response.results, group, text_lines)))
+                rows.append(
+                    (query.category, score_query(query, response.results, group, text_lines))
+                )
                 done += 1
                 progress(variant.label, done, total)
     report = _report(variant, rows, latencies, index_s, modes)

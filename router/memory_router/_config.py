@@ -97,13 +97,21 @@ class MmrConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecayConfig:
-    """``[query.temporal_decay]``: exponential decay of dated memories."""
+    """``[query.temporal_decay]``: exponential decay of dated memories.
+
+    The factor is ``floor + (1 − floor) × 0.5 ** (age_days / half_life_days)``: age alone
+    never takes more than ``1 − floor`` of a score (``floor = 0`` is OpenClaw's pure
+    exponential). Decay reorders; it never filters: ``min_score`` is applied to the
+    score before decay, so an old but relevant memory is still returned.
+    """
 
     enabled: bool = False
     half_life_days: float = 30.0
+    floor: float = 0.5
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "half_life_days", max(1.0, float(int(self.half_life_days))))
+        object.__setattr__(self, "floor", min(max(self.floor, 0.0), 1.0))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

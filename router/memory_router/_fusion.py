@@ -242,15 +242,15 @@ def fuse(
 
     ``scale`` is the vector side's calibration, used by ``convex`` only.
     """
-    weights = {"vector_weight": vector_weight, "text_weight": text_weight}
+    vw, tw = vector_weight, text_weight
     if method == "convex":
-        return convex_fusion(vector, text, scale=scale, **weights)
+        return convex_fusion(vector, text, vector_weight=vw, text_weight=tw, scale=scale)
     if method == "minmax":
-        return minmax_fusion(vector, text, **weights)
+        return minmax_fusion(vector, text, vector_weight=vw, text_weight=tw)
     if method == "rrf":
-        return rrf_fusion(vector, text, **weights)
+        return rrf_fusion(vector, text, vector_weight=vw, text_weight=tw)
     if method == "zscore":
-        return zscore_fusion(vector, text, **weights)
+        return zscore_fusion(vector, text, vector_weight=vw, text_weight=tw)
     if method == "weighted":
-        return weighted_fusion(vector, text, **weights)
+        return weighted_fusion(vector, text, vector_weight=vw, text_weight=tw)
     raise ValueError(f"unknown fusion method {method!r}; expected one of {FUSION_METHODS}")

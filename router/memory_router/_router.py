@@ -268,12 +268,14 @@ class Router:
         min_score: float | None = None,
         mode: str | None = None,
         session_key: str | None = None,
+        explain: bool = False,
     ) -> SearchResponse:
         """Search memory; the first healthy backend of the chain answers.
 
         Any string is a valid query (FTS syntax, control characters and all). When a
         backend fails, the next one answers and ``fallback`` says why, unless the policy
-        is ``fallback = "none"``, which raises instead.
+        is ``fallback = "none"``, which raises instead. ``explain`` attaches an
+        :class:`Explain` to every hit and returns the candidates left out in ``dropped``.
         """
         self._check_open()
         if not isinstance(query, str):
@@ -306,7 +308,12 @@ class Router:
             timeout=self.config.router.timeout_s,
         )
         response = self._answer(
-            query, request, session_key=session_key, started=started, timings=timings
+            query,
+            request,
+            session_key=session_key,
+            started=started,
+            timings=timings,
+            explain=explain,
         )
         if sync_notes:
             response = dataclasses.replace(response, notes=(*sync_notes, *response.notes))
@@ -320,6 +327,7 @@ class Router:
         session_key: str | None,
         started: float,
         timings: dict[str, float],
+        explain: bool = False,
     ) -> SearchResponse:
         """Walk the chain: the first backend that answers is shaped into the response."""
         attempts: list[Fallback] = []
@@ -343,7 +351,9 @@ class Router:
                 continue
             breaker.success()
             shape_started = time.perf_counter()
-            hits = _ranking.shape(result, request, self.config, session_key=session_key)
+            hits, dropped = _ranking.shape_all(
+                result, request, self.config, session_key=session_key, explain=explain
+            )
             timings["search_ms"] = (shape_started - started) * 1000
             timings["shape_ms"] = (time.perf_counter() - shape_started) * 1000
             return self._response(
@@ -354,6 +364,7 @@ class Router:
                 timings=timings,
                 attempts=tuple(attempts),
                 notes=result.notes,
+                dropped=tuple(dropped),
             )
         reasons = "; ".join(f"{a.from_}: {a.reason}" for a in attempts)
         raise BackendUnavailable(
@@ -419,6 +430,7 @@ class Router:
         timings: dict[str, float],
         attempts: tuple[Fallback, ...] = (),
         notes: tuple[str, ...] = (),
+        dropped: tuple[Any, ...] = (),
     ) -> SearchResponse:
         embedder = self._embedder
         return SearchResponse(
@@ -435,6 +447,7 @@ class Router:
             citations=self.config.citations,
             timings=timings,
             notes=notes,
+            dropped=dropped,
         )
 
     # -- files and entries ------------------------------------------------------------

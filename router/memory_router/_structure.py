@@ -83,5 +83,7 @@ def chunk_structured(text: str, *, tokens: int, overlap: int) -> list[RawChunk]:
             chunks.append(RawChunk(first + 1, last + 1, body, sha256_hex(body)))
             continue
         for piece in chunk_markdown(body, tokens=tokens, overlap=overlap):
-            chunks.append(piece._replace(start_line=piece.start_line + first, end_line=piece.end_line + first))
+            chunks.append(
+                piece._replace(start_line=piece.start_line + first, end_line=piece.end_line + first)
+            )
     return chunks or [RawChunk(1, 1, text, sha256_hex(text))]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import _chunking, _discovery, _journal, _ranking, _sessions, _structure
+from . import _chunking, _discovery, _journal, _sessions, _structure
 from ._config import Config
 from ._types import Chunk, Document
 
@@ -130,7 +130,7 @@ def by_structure(setting: str, path: str) -> bool:
         return False
     if path in ("MEMORY.md", "memory.md"):
         return True
-    return path.startswith("memory/") and _ranking.dated_file(path) is None
+    return path.startswith("memory/") and _discovery.dated_file(path) is None
 
 
 def scrub(text: str) -> str:

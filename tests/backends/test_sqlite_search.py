@@ -81,7 +81,12 @@ def cosine(a: str, b: str) -> float:
 
 def test_hybrid_merge_arithmetic(build: Any) -> None:
     # OpenClaw's reference arithmetic, with its AND keyword side.
-    hybrid = {"vector_weight": 0.6, "text_weight": 0.2, "keyword_query": "and", "fusion": "weighted"}
+    hybrid = {
+        "vector_weight": 0.6,
+        "text_weight": 0.2,
+        "keyword_query": "and",
+        "fusion": "weighted",
+    }
     router = build(embedding="hash", query={"hybrid": hybrid})
     result = raw(router, "staging database")
     assert (result.mode, result.relaxed_min_score) == ("hybrid", 0.25)

@@ -39,7 +39,17 @@ def test_beir_fixture_through_the_command_gives_hand_computed_metrics(tmp_path: 
     config.write_text(f'state_dir = "{tmp_path / "state"}"\n[embedding]\nprovider = "none"\n')
     result = CliRunner().invoke(
         build_cli(),
-        ["--config", str(config), "bench", "beir", "--data", str(data), "--mode", "keyword", "--json"],
+        [
+            "--config",
+            str(config),
+            "bench",
+            "beir",
+            "--data",
+            str(data),
+            "--mode",
+            "keyword",
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
@@ -98,7 +108,15 @@ def test_budget_recall_counts_only_what_the_snippets_show() -> None:
     group = Group(name="g", files={path: text}, units=units, queries=())
     query = Query(id="q", text="x", relevant={"u2": 1, "u6": 1})
     # One hit over lines 1-6 whose snippet shows only the first ~320 characters.
-    hit = Hit(path=path, start_line=1, end_line=6, score=1, snippet=text[:320], source="memory", backend="b")
+    hit = Hit(
+        path=path,
+        start_line=1,
+        end_line=6,
+        score=1,
+        snippet=text[:320],
+        source="memory",
+        backend="b",
+    )
     scores = score_query(query, [hit], group, {path: text.split("\n")})
     assert scores["recall@1"] == 1.0  # both units are inside the hit's lines
     assert scores["budget@2000"] == 0.5  # but only u2's line is visible in the snippet

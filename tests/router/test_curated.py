@@ -7,6 +7,7 @@ A new user's 34-line MEMORY.md of bullets, asked the questions that used to retu
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,8 @@ def test_every_bullet_is_its_own_block_with_its_heading_in_front() -> None:
     lines = MEMORY.split("\n")
     spans = blocks(lines)
     texts = ["\n".join(lines[a : b + 1]) for a, b in spans]
-    assert texts[0].startswith("# Memory") and texts[0].endswith("no sugar.")
+    assert texts[0].startswith("# Memory")
+    assert texts[0].endswith("no sugar.")
     assert "- Tea in the afternoon, green or jasmine." in texts
     assert all(t.count("\n- ") + t.startswith("- ") <= 1 for t in texts)
     assert sum(1 for t in texts if "- " in t) == MEMORY.count("\n- ") == 17
@@ -73,19 +75,19 @@ def test_every_bullet_is_its_own_block_with_its_heading_in_front() -> None:
 def test_long_blocks_fall_back_to_windows_and_keep_line_numbers() -> None:
     text = "# Notes\n\n" + " ".join(["word"] * 400) + "\n\n- short item\n"
     chunks = chunk_structured(text, tokens=50, overlap=10)
-    assert chunks[-1].text == "- short item" and chunks[-1].start_line == 5
+    assert chunks[-1].text == "- short item"
+    assert chunks[-1].start_line == 5
     assert all(1 <= c.start_line <= c.end_line <= 3 for c in chunks[:-1])
     assert len(chunks) > 3
 
 
 @pytest.fixture
-def router(tmp_path: Path, request: pytest.FixtureRequest) -> Router:
+def router(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Router]:
     workspace = testing.write_workspace(tmp_path / "ws", {"MEMORY.md": MEMORY})
     config = testing.router_config(tmp_path, workspace, backend="sqlite", embedding=request.param)
-    built = Router.from_config(config, plugins=[testing])
-    request.addfinalizer(built.close)
-    built.sync()
-    return built
+    with Router.from_config(config, plugins=[testing]) as built:
+        built.sync()
+        yield built
 
 
 @pytest.mark.parametrize("router", ["minilm"], indirect=True)
@@ -97,7 +99,9 @@ def test_paraphrased_questions_find_the_bullet_on_the_defaults(router: Router) -
         assert expected in top.snippet, (question, top.snippet)
         assert top.end_line - top.start_line <= 4, "one bullet (and its heading), not the file"
     both = router.search("which shell and editor do I use").results[:2]
-    assert {"Shell: fish", "Editor: Neovim"} <= {t for h in both for t in ("Shell: fish", "Editor: Neovim") if t in h.snippet}
+    assert {"Shell: fish", "Editor: Neovim"} <= {
+        t for h in both for t in ("Shell: fish", "Editor: Neovim") if t in h.snippet
+    }
 
 
 @pytest.mark.parametrize("router", ["none"], indirect=True)

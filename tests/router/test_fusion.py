@@ -45,7 +45,8 @@ def test_convex_scales_text_by_its_best_and_calibrates_cosine() -> None:
     fused = convex_fusion(VECTOR, TEXT, vector_weight=0.6, text_weight=0.4, scale=scale)
     # vector: a 1, b 0.5, c 0 (at the floor); text: b 1, d 0.5.
     assert scores(fused) == {"a": 0.6, "b": 0.7, "c": 0.0, "d": 0.2}
-    assert scale(0.1) == 0.0 and scale(0.95) == 1.0
+    assert scale(0.1) == 0.0
+    assert scale(0.95) == 1.0
 
 
 def test_rrf_scores_ranks_and_top_on_both_sides_is_one() -> None:

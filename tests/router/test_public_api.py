@@ -26,6 +26,7 @@ EXPECTED = [
     "EmbeddingProvider",
     "Entry",
     "EntryMatch",
+    "Explain",
     "Fallback",
     "FileText",
     "ForgetResult",

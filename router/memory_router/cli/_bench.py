@@ -62,7 +62,8 @@ def _options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--cache",
             metavar="PATH",
-            help="Embedding cache kept between runs (default: <state_dir>/bench/embedding-cache.sqlite).",
+            help="Embedding cache kept between runs"
+            " (default: <state_dir>/bench/embedding-cache.sqlite).",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print the results as JSON."),
     ]
@@ -85,7 +86,7 @@ def bench() -> None:
 )
 @_options
 @click.pass_context
-def locomo(ctx: click.Context, data: str, **options: Any) -> None:
+def locomo(ctx: click.Context, /, data: str, **options: Any) -> None:
     """LoCoMo conversations: turn recall per question category."""
     if not data:
         raise InvalidInput(
@@ -99,7 +100,7 @@ def locomo(ctx: click.Context, data: str, **options: Any) -> None:
 @click.option("--split", default="test", show_default=True, help="qrels/<split>.tsv to use.")
 @_options
 @click.pass_context
-def beir(ctx: click.Context, data: str, split: str, **options: Any) -> None:
+def beir(ctx: click.Context, /, data: str, split: str, **options: Any) -> None:
     """A dataset in BEIR layout: one Markdown file per document."""
     _run(ctx, load_beir(Path(data).expanduser(), split=split), **options)
 
@@ -143,7 +144,11 @@ def _run(
         )
     if limit > 0:
         dataset = dataclasses.replace(dataset, groups=dataset.groups[:limit])
-    cache_path = Path(cache).expanduser() if cache else config.state_path / "bench" / "embedding-cache.sqlite"
+    cache_path = (
+        Path(cache).expanduser()
+        if cache
+        else config.state_path / "bench" / "embedding-cache.sqlite"
+    )
     cache_path.parent.mkdir(parents=True, exist_ok=True)
     reports = []
     with tempfile.TemporaryDirectory(prefix="memory-router-bench-") as tmp:

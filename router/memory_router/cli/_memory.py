@@ -20,6 +20,7 @@ from memory_router import _types
 from memory_router._types import SearchResponse, SyncReport
 
 from ._app import EXIT_ERROR, echo_json, read_argument, state
+from ._explain import print_explained
 
 
 @click.command()
@@ -97,6 +98,9 @@ def progress_bar(*, enabled: bool) -> Iterator[_types.Progress]:
 )
 @click.option("--mode", help="A backend-specific search mode (e.g. qmd's query or vsearch).")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole response as JSON.")
+@click.option(
+    "--explain", is_flag=True, help="Show each hit's score factors and why candidates were dropped."
+)
 @click.pass_context
 def search(
     ctx: click.Context,
@@ -105,6 +109,7 @@ def search(
     min_score: float | None,
     mode: str | None,
     as_json: bool,
+    explain: bool,
 ) -> None:
     """Search memory for QUERY ('-' reads it from stdin)."""
     router = state(ctx).router()
@@ -115,9 +120,12 @@ def search(
         mode=mode,
         # OpenClaw's CLI session key: a direct chat, so citations=auto decorates hits.
         session_key=f"agent:{router.config.agent_id}:cli:direct:memory-search",
+        explain=explain,
     )
     if as_json:
         echo_json(response.to_dict())
+    elif explain:
+        print_explained(response)
     else:
         print_response(response)
 
