@@ -17,7 +17,7 @@ DIARY = {
     "memory/2026-01-05.md": "# Jan 5\n\n- Dentist said the crown on the left molar is fine.\n",
     "memory/2026-02-11.md": "# Feb 11\n\n- Bought trail shoes for the spring half marathon.\n",
     "memory/2026-03-20.md": "# Mar 20\n\n- Ana's birthday dinner at the Lebanese place.\n",
-    "memory/2026-06-30.md": "# Jun 30\n\n- The new trail shoes gave me a blister on the left heel.\n",
+    "memory/2026-06-30.md": "# Jun 30\n\n- The new trail shoes gave me a blister on the heel.\n",
     "MEMORY.md": "# Memory\n\n- Runs the river loop three times a week.\n- Trail shoes: size 44.\n",
 }
 
