@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ._config import Config
 from ._discovery import dated_file
 from ._entries import entry_weight
+from ._snippets import best_window
 from ._types import BackendResult, Explain, Hit, SearchRequest
 
 _ASCII_TOKEN = re.compile(r"[a-z0-9_]+")
@@ -270,7 +271,7 @@ def shape_all(
     decorate = citations_on(config.citations, session_key)
     shaped = []
     for hit in kept:
-        snippet = hit.snippet[: q.max_snippet_chars]
+        snippet = best_window(hit.snippet, request.query, q.max_snippet_chars)
         cite = None
         if decorate:
             cite = citation(hit)
