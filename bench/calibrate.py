@@ -18,17 +18,23 @@ import argparse
 import os
 import statistics
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
-from memory_router import Router, testing, vector_scale
+from memory_router import Chunk, Router, testing, vector_scale
 from memory_router._bench_data import load_locomo
 
 DATA = Path(
     os.environ.get("MEMORY_ROUTER_LOCOMO")
     or Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo10.json"
 )
+
+
+def covered(chunk: Chunk, units: Mapping[str, Mapping[int, str]]) -> set[str]:
+    lines = units.get(chunk.path, {})
+    return {lines[n] for n in range(chunk.start_line, chunk.end_line + 1) if n in lines}
 
 
 def percentiles(values: list[float]) -> str:
@@ -59,12 +65,10 @@ def main() -> None:
                 embedder = router.embedder
                 assert embedder is not None
                 model = embedder.model
-                chunks = [c for d in router.snapshot().documents for c in router.snapshot().chunks(d)]
+                snapshot = router.snapshot()
+                chunks = [c for d in snapshot.documents for c in snapshot.chunks(d)]
                 matrix = np.array(embedder.embed_documents([c.text for c in chunks]))
-                held = [
-                    {group.units[c.path][n] for n in range(c.start_line, c.end_line + 1) if n in group.units[c.path]}
-                    for c in chunks
-                ]
+                held = [covered(c, group.units) for c in chunks]
                 questions = np.array([embedder.embed_query(q.text) for q in group.queries])
             vectors.append((matrix, held, questions))
             units.append(group)
