@@ -85,6 +85,15 @@ def main() -> None:
     print(f"match cosine (best evidence chunk)       {percentiles(match)}")
     print(f"noise cosine (best chunk, other people) {percentiles(noise)}")
     print(f"calibration floor {scale.floor} ceiling {scale.ceiling}")
+    # Equal error: the cosine where the share of matches kept equals the share of noise dropped.
+    cut = min(
+        (c / 1000 for c in range(1000)),
+        key=lambda c: abs(
+            statistics.fmean(m >= c for m in match) - statistics.fmean(n < c for n in noise)
+        ),
+    )
+    kept = statistics.fmean(m >= cut for m in match)
+    print(f"equal-error cosine {cut:.3f}: matches kept {kept:.3f}, noise dropped {kept:.3f}")
     for threshold in (0.25, 0.3, 0.35, 0.4):
         keep = statistics.fmean(0.7 * scale(c) >= threshold for c in match)
         leak = statistics.fmean(0.7 * scale(c) >= threshold for c in noise)

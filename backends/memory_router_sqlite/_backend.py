@@ -26,6 +26,7 @@ from memory_router import (
     Snapshot,
     SyncReport,
     fuse,
+    keyword_coverage,
     no_progress,
     vector_scale,
 )
@@ -165,6 +166,7 @@ class SqliteBackend(Backend):
             vector_weight=hybrid.vector_weight,
             text_weight=hybrid.text_weight,
             scale=vector_scale(self.context.embedder.model),
+            coverage={k: keyword_coverage(request.query, r.text) for k, r in keyword.items()},
         )
         rows = {**vector, **keyword}  # keyword text preferred (ref §1.7)
         hits = [

@@ -48,6 +48,7 @@ from ._plugins import get_plugin_manager
 from ._providers import ProviderContext, ProviderSpec
 from ._router import Router
 from ._settings import Secret, parse_settings
+from ._snippets import keyword_coverage
 from ._types import (
     CATEGORIES,
     BackendResult,
@@ -131,6 +132,7 @@ __all__ = [
     "fuse",
     "get_plugin_manager",
     "hookimpl",
+    "keyword_coverage",
     "load_config",
     "minmax_fusion",
     "no_progress",

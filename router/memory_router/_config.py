@@ -39,13 +39,15 @@ class ChunkingConfig:
 
     ``structure`` chunks Markdown by its structure — one chunk per list item or paragraph,
     a heading joined to the block after it — in ``"curated"`` files (``MEMORY.md``,
-    ``memory.md`` and undated files under ``memory/``), in ``"all"`` Markdown files, or
-    nowhere (``"off"``: fixed windows everywhere, as OpenClaw does).
+    ``memory.md`` and undated files under ``memory/``); with ``"auto"`` also in any file
+    whose non-blank lines are at least half headings and list items (a daily note of
+    bullets); in ``"all"`` Markdown files; or nowhere (``"off"``: fixed windows, as
+    OpenClaw does).
     """
 
     tokens: int = 200
     overlap: int = 40
-    structure: Literal["curated", "all", "off"] = "curated"
+    structure: Literal["auto", "curated", "all", "off"] = "auto"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tokens", max(1, self.tokens))

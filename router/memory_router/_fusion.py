@@ -8,7 +8,8 @@ first, ties broken by id so the order is deterministic. Scores are in [0, 1].
   counts 0. Raw side scores are used as given (cosine; ``bm25_to_score``).
 * :func:`convex_fusion` — the default: each side normalised, then ``vw × v + tw × t``.
   The keyword side is divided by its best score (its theoretical lower bound, no match, is
-  0), so BM25's spread survives instead of being squashed by ``x / (1 + x)``. The vector
+  0), so BM25's spread survives instead of being squashed by ``x / (1 + x)``, and times
+  the share of the query's keywords the chunk holds (:func:`keyword_coverage`). The vector
   side is mapped through the model's calibration (:class:`VectorScale`): cosine at the
   model's noise level is 0, a near-duplicate is 1. So a vector hit keeps an absolute
   meaning and ``min_score`` can drop noise, while the keyword side ranks by its own spread.
@@ -133,11 +134,20 @@ def convex_fusion(
     vector_weight: float = 0.7,
     text_weight: float = 0.3,
     scale: VectorScale | None = None,
+    coverage: Mapping[str, float] | None = None,
 ) -> list[Fused]:
-    """Calibrated cosine and best-scaled keyword scores in a convex combination."""
+    """Calibrated cosine and best-scaled keyword scores in a convex combination.
+
+    ``coverage`` (id → share of the query's keywords the chunk holds, see
+    :func:`~memory_router.keyword_coverage`) multiplies the keyword side, so one common
+    word shared with a long question does not count as a full keyword match.
+    """
     scale = scale or VectorScale()
     v_norm = {k: scale(s) for k, s in vector.items()}
-    return _combine(vector, text, v_norm, max_scaled(text), vector_weight, text_weight)
+    t_norm = max_scaled(text)
+    if coverage is not None:
+        t_norm = {k: s * coverage.get(k, 1.0) for k, s in t_norm.items()}
+    return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight)
 
 
 def minmax_fusion(
@@ -237,14 +247,17 @@ def fuse(
     vector_weight: float = 0.7,
     text_weight: float = 0.3,
     scale: VectorScale | None = None,
+    coverage: Mapping[str, float] | None = None,
 ) -> list[Fused]:
     """Fuse two candidate lists with ``method`` (one of :data:`FUSION_METHODS`).
 
-    ``scale`` is the vector side's calibration, used by ``convex`` only.
+    ``scale`` (the vector side's calibration) and ``coverage`` are used by ``convex`` only.
     """
     vw, tw = vector_weight, text_weight
     if method == "convex":
-        return convex_fusion(vector, text, vector_weight=vw, text_weight=tw, scale=scale)
+        return convex_fusion(
+            vector, text, vector_weight=vw, text_weight=tw, scale=scale, coverage=coverage
+        )
     if method == "minmax":
         return minmax_fusion(vector, text, vector_weight=vw, text_weight=tw)
     if method == "rrf":

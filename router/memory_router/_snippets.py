@@ -21,6 +21,16 @@ def line_terms(lines: list[str], query: str) -> list[frozenset[str]]:
     return [frozenset(s for s in stems if s in line.lower()) for line in lines]
 
 
+def keyword_coverage(query: str, text: str) -> float:
+    """The share of ``query``'s keywords (crudely stemmed) that occur in ``text``; 1 when
+    the query has no keywords."""
+    stems = {_stem(k) for k in extract_keywords(query)}
+    if not stems:
+        return 1.0
+    lowered = text.lower()
+    return sum(1 for s in stems if s in lowered) / len(stems)
+
+
 def best_window(text: str, query: str, max_chars: int) -> str:
     """``text`` if it fits; else the window of whole lines with the most query terms.
 

@@ -101,7 +101,7 @@ def load_document(doc: Document, config: Config, model: str) -> Loaded:
         line_map = tuple(session.line_map)
     else:
         text = scrub(Path(doc.abs_path).read_text(encoding="utf-8", errors="replace"))
-        if by_structure(config.chunking.structure, doc.path):
+        if _structure.by_structure(config.chunking.structure, doc.path, text):
             raw = _structure.chunk_structured(text, tokens=tokens, overlap=overlap)
         else:
             raw = _chunking.chunk_markdown(text, tokens=tokens, overlap=overlap)
@@ -120,17 +120,6 @@ def load_document(doc: Document, config: Config, model: str) -> Loaded:
         if r.text.strip()
     ]
     return Loaded(text, chunks, line_map)
-
-
-def by_structure(setting: str, path: str) -> bool:
-    """Whether ``path`` is chunked by its Markdown structure under ``chunking.structure``."""
-    if setting == "all":
-        return True
-    if setting != "curated":
-        return False
-    if path in ("MEMORY.md", "memory.md"):
-        return True
-    return path.startswith("memory/") and _discovery.dated_file(path) is None
 
 
 def scrub(text: str) -> str:

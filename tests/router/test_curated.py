@@ -61,6 +61,16 @@ QUESTIONS = {
 }
 
 
+def test_every_section_is_a_chunk_of_its_own() -> None:
+    chunks = chunk_structured(MEMORY, tokens=200, overlap=40)
+    headings = [line for line in MEMORY.split("\n") if line.startswith("## ")]
+    assert len(chunks) == len(headings) == 6
+    assert all(c.text.count("## ") == 1 for c in chunks)
+    # A section over the budget is cut between its bullets, never inside one.
+    small = chunk_structured(MEMORY, tokens=20, overlap=4)
+    assert all(c.text.count("\n- ") + c.text.startswith("- ") <= 1 for c in small)
+
+
 def test_every_bullet_is_its_own_block_with_its_heading_in_front() -> None:
     lines = MEMORY.split("\n")
     spans = blocks(lines)
@@ -97,7 +107,7 @@ def test_paraphrased_questions_find_the_bullet_on_the_defaults(router: Router) -
         assert results, f"nothing for {question!r}"
         top = results[0]
         assert expected in top.snippet, (question, top.snippet)
-        assert top.end_line - top.start_line <= 4, "one bullet (and its heading), not the file"
+        assert top.snippet.count("## ") == 1, "its section, not the whole file"
     both = router.search("which shell and editor do I use").results[:2]
     assert {"Shell: fish", "Editor: Neovim"} <= {
         t for h in both for t in ("Shell: fish", "Editor: Neovim") if t in h.snippet

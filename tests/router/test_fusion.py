@@ -9,6 +9,7 @@ from memory_router import (
     VectorScale,
     convex_fusion,
     fuse,
+    keyword_coverage,
     minmax_fusion,
     rrf_fusion,
     vector_scale,
@@ -105,3 +106,10 @@ def test_vector_scale_knows_minilm_and_leaves_other_models_raw() -> None:
     assert vector_scale("Xenova/all-MiniLM-L6-v2") == vector_scale("all-MiniLM-L6-v2")
     assert vector_scale("some-other-model") == VectorScale()
     assert vector_scale(None)(0.42) == 0.42
+
+
+def test_coverage_scales_the_keyword_side_of_convex() -> None:
+    assert keyword_coverage("how do colleagues share progress", "shared fixtures") == 1 / 3
+    assert keyword_coverage("the of and", "anything") == 1.0  # no keywords: no penalty
+    fused = convex_fusion({}, {"x": 4.0, "y": 2.0}, coverage={"x": 0.25, "y": 1.0})
+    assert scores(fused) == {"x": 0.075, "y": 0.15}

@@ -62,6 +62,7 @@ EXPECTED = [
     "fuse",
     "get_plugin_manager",
     "hookimpl",
+    "keyword_coverage",
     "load_config",
     "minmax_fusion",
     "no_progress",
