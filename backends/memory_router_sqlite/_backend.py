@@ -21,9 +21,11 @@ from memory_router import (
     Explain,
     Hit,
     MemoryRouterError,
+    NotFound,
     Progress,
     SearchRequest,
     Snapshot,
+    Staging,
     SyncReport,
     fuse,
     keyword_coverage,
@@ -34,9 +36,9 @@ from memory_router import (
 from . import _search
 from ._db import choose_driver, read_meta, table_exists, translate, vec_dims
 from ._search import Row, Scope
-from ._store import Store
+from ._store import Store, remove_db
 from ._sync import sync_store
-from ._transfer import export_chunks, import_chunks
+from ._transfer import SqliteStaging, export_chunks, import_chunks
 
 FTS_ONLY = "fts-only"
 
@@ -296,6 +298,26 @@ class SqliteBackend(Backend):
         except Exception as error:
             raise translate(error, backend=self.name, doing="import") from error
 
+    def index_fingerprint(self) -> Mapping[str, Any] | None:
+        with self.store.reader() as conn:
+            meta = read_meta(conn)
+        if meta is not None:
+            meta.pop("ftsTokenizer", None)
+        return meta
+
+    def stage(self, *, fingerprint: Mapping[str, Any], resume: bool) -> Staging:
+        path = self.path.with_name(f"{self.path.name}.migrating")
+        if resume and not path.exists():
+            raise NotFound(f"no interrupted migration into {path}", key=str(path))
+        if not resume:
+            remove_db(path)
+        try:
+            return SqliteStaging(self.store, path, fingerprint)
+        except MemoryRouterError:
+            raise
+        except Exception as error:
+            raise translate(error, backend=self.name, doing="staging") from error
+
 
 def row_hit(
     row: Row, backend: str, score: float, vector_score: float | None, text_score: float | None
@@ -312,6 +334,7 @@ def row_hit(
         text_score=text_score,
         chunk_id=row.id,
     )
+
 
 
 def _attach(hit: Hit, entry: Entry | None) -> Hit:

@@ -7,8 +7,16 @@ configuration, falling back through a chain when one fails.
 
 from __future__ import annotations
 
-from ._backend import Backend, BackendContext, BackendSpec
+from ._agent_config import (
+    CaptureConfig,
+    CompactionConfig,
+    MemoryFlushConfig,
+    RecallConfig,
+    ServeConfig,
+)
+from ._backend import Backend, BackendContext, BackendSpec, Staging
 from ._calibration import vector_scale
+from ._capture import CaptureResult, RecallBlock, capture, recall_block
 from ._config import Config, load_config
 from ._embedding import (
     Embedder,
@@ -31,6 +39,7 @@ from ._exceptions import (
     PluginError,
     Unsupported,
 )
+from ._flush import NO_REPLY, FlushDecision, check_memory_flush, is_silent_reply
 from ._fusion import (
     FUSION_METHODS,
     Fused,
@@ -77,6 +86,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CATEGORIES",
     "FUSION_METHODS",
+    "NO_REPLY",
     "Backend",
     "BackendContext",
     "BackendError",
@@ -85,8 +95,11 @@ __all__ = [
     "BackendStatus",
     "BackendTimeout",
     "BackendUnavailable",
+    "CaptureConfig",
+    "CaptureResult",
     "Category",
     "Chunk",
+    "CompactionConfig",
     "Config",
     "ConfigError",
     "Document",
@@ -99,25 +112,31 @@ __all__ = [
     "Explain",
     "Fallback",
     "FileText",
+    "FlushDecision",
     "ForgetResult",
     "Fused",
     "FusionMethod",
     "Hit",
     "InvalidInput",
+    "MemoryFlushConfig",
     "MemoryRouterError",
     "NotFound",
     "PluginError",
     "Progress",
     "ProviderContext",
     "ProviderSpec",
+    "RecallBlock",
+    "RecallConfig",
     "RecallResult",
     "Router",
     "RouterStatus",
     "SearchRequest",
     "SearchResponse",
     "Secret",
+    "ServeConfig",
     "Snapshot",
     "Source",
+    "Staging",
     "StoreResult",
     "SyncReport",
     "Unsupported",
@@ -126,12 +145,15 @@ __all__ = [
     "bm25_to_score",
     "build_match_query",
     "build_or_query",
+    "capture",
+    "check_memory_flush",
     "convex_fusion",
     "entry_weight",
     "extract_keywords",
     "fuse",
     "get_plugin_manager",
     "hookimpl",
+    "is_silent_reply",
     "keyword_coverage",
     "load_config",
     "minmax_fusion",
@@ -139,6 +161,7 @@ __all__ = [
     "normalize",
     "parse_settings",
     "provider_key",
+    "recall_block",
     "rrf_fusion",
     "sha256_text",
     "vector_scale",

@@ -11,11 +11,13 @@ import pluggy
 
 from memory_router import __version__, _plugins
 
+from ._agent import capture, context, flush
 from ._app import CliState, CommandError, RootGroup, report_error
 from ._bench import bench
 from ._entries import entries, forget, recall, store
 from ._info import plugins, status
 from ._memory import get, index, search
+from ._migrate import config, migrate
 
 __all__ = ["CliState", "CommandError", "build_cli", "report_error"]
 
@@ -29,6 +31,11 @@ BUILTIN_COMMANDS: tuple[click.Command, ...] = (
     entries,
     status,
     plugins,
+    flush,
+    context,
+    capture,
+    migrate,
+    config,
     bench,
 )
 
