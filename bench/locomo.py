@@ -4,7 +4,9 @@
 
 The data stays in ../shared beside the checkout (never copied in); override it with
 ``MEMORY_ROUTER_LOCOMO`` or ``--data``. Everything else — metrics, per-category tables,
-the dataset's sha256 — is the command's (see docs/cli.md, ``memory-router bench``).
+the dataset's sha256 — is the command's (see docs/cli.md, ``memory-router bench``). The
+old flags still work: ``--embedding NAME`` (``none`` = keyword-only) and
+``--conversations N``.
 """
 
 from __future__ import annotations
@@ -21,11 +23,24 @@ DATA = Path(
 )
 
 
+def translate(args: list[str]) -> list[str]:
+    """The old script's ``--embedding`` and ``--conversations`` as the command's options."""
+    out: list[str] = []
+    items = iter(args)
+    for arg in items:
+        if arg == "--embedding":
+            provider = next(items, "none")
+            out += ["--mode", "keyword"] if provider == "none" else ["--mode", "hybrid"]
+            out += [] if provider == "none" else ["--provider", provider]
+        elif arg == "--conversations":
+            out += ["--limit", next(items, "0")]
+        else:
+            out.append(arg)
+    return out if "--data" in out else ["--data", str(DATA), *out]
+
+
 def main() -> None:
-    args = sys.argv[1:]
-    if "--data" not in args:
-        args = ["--data", str(DATA), *args]
-    build_cli().main(args=["bench", "locomo", *args], prog_name="memory-router")
+    build_cli().main(args=["bench", "locomo", *translate(sys.argv[1:])], prog_name="memory-router")
 
 
 if __name__ == "__main__":
