@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from memory_router._snippets import line_terms
 from memory_router._types import Explain, Hit, SearchResponse
 
 
@@ -30,6 +31,15 @@ def factors(explain: Explain) -> str:
     return line
 
 
+def best_line(snippet: str, query: str) -> str:
+    """The snippet's line with the most query keywords (the first content line on a tie)."""
+    lines = [ln.strip() for ln in snippet.split("\n") if ln.strip() and not ln.startswith("#")]
+    if not lines:
+        return ""
+    terms = line_terms(lines, query)
+    return lines[max(range(len(lines)), key=lambda i: (len(terms[i]), -i))]
+
+
 def _hit_line(rank: str, hit: Hit) -> str:
     return f"{rank} {hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}"
 
@@ -42,8 +52,7 @@ def print_explained(response: SearchResponse) -> None:
         click.echo(_hit_line(f"#{rank}", hit))
         if hit.explain is not None:
             click.echo(f"   {factors(hit.explain)}")
-        first = hit.snippet.strip().split("\n", 1)[0]
-        click.echo(f"   {first[:100]}")
+        click.echo(f"   {best_line(hit.snippet, response.query)[:100]}")
     if response.dropped:
         click.echo()
         click.echo(f"Dropped ({len(response.dropped)}):")
