@@ -17,6 +17,7 @@ from ._agent_config import (
 from ._backend import Backend, BackendContext, BackendSpec, Staging
 from ._calibration import vector_scale
 from ._capture import CaptureResult, RecallBlock, capture, recall_block
+from ._children import signal_child, spawn_child
 from ._config import Config, load_config
 from ._embedding import (
     Embedder,
@@ -53,6 +54,8 @@ from ._fusion import (
     zscore_fusion,
 )
 from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
+from ._lazy import lazy_exports
+from ._pipeline import prefetch
 from ._plugins import get_plugin_manager
 from ._providers import ProviderContext, ProviderSpec
 from ._router import Router
@@ -155,15 +158,19 @@ __all__ = [
     "hookimpl",
     "is_silent_reply",
     "keyword_coverage",
+    "lazy_exports",
     "load_config",
     "minmax_fusion",
     "no_progress",
     "normalize",
     "parse_settings",
+    "prefetch",
     "provider_key",
     "recall_block",
     "rrf_fusion",
     "sha256_text",
+    "signal_child",
+    "spawn_child",
     "vector_scale",
     "weighted_fusion",
     "zscore_fusion",
