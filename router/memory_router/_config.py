@@ -344,6 +344,20 @@ def _expand_tokens(value: str, config: Config, *, state: str | None) -> str:
     return value
 
 
+def ensure_dir(path: Path, *, key: str) -> Path:
+    """Create the state folder ``path`` if needed; one that cannot be created or written
+    is a :class:`ConfigError` naming the setting ``key`` and the folder."""
+    hint = f"set {key} to a folder this user can write, or fix the folder's permissions"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        why = error.strerror or type(error).__name__
+        raise ConfigError(f"cannot create folder {path}: {why}", key=key, hint=hint) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"folder {path} is not writable", key=key, hint=hint)
+    return path
+
+
 def default_config_path() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "memory-router" / "config.toml"
@@ -375,6 +389,10 @@ def read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"not valid TOML: {error}", path=str(path)) from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"not valid UTF-8 (byte {error.start}); TOML files are UTF-8", path=str(path)
+        ) from None
     except OSError as error:
         raise ConfigError(f"cannot read: {error.strerror}", path=str(path)) from None
 

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from . import _chunking, _discovery, _journal, _sessions, _structure
 from ._config import Config
+from ._redact import REDACTION_VERSION
 from ._types import Chunk, Document
 
 FTS_ONLY = "fts-only"
@@ -160,8 +161,10 @@ def take_snapshot(config: Config, *, fingerprint: Mapping[str, Any], model: str)
 def fingerprint_for(
     config: Config, *, provider: str, model: str, provider_key: str, dims: int | None
 ) -> dict[str, Any]:
-    """The index fingerprint (provider, model, key, dims, chunking, sources, scope)."""
+    """The index fingerprint (provider, model, key, dims, chunking, sources, scope, and the
+    redaction version when transcripts are indexed: a better redaction rebuilds the index)."""
     sources: Sequence[str] = sorted(set(config.sources))
+    redaction = {"redaction": REDACTION_VERSION} if config.sessions_enabled else {}
     return {
         "provider": provider,
         "model": model,
@@ -173,4 +176,5 @@ def fingerprint_for(
         "sources": list(sources),
         "scopeHash": scope_hash(config),
         "chunker": _chunking.CHUNKER_VERSION,
+        **redaction,
     }
