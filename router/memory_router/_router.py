@@ -239,6 +239,7 @@ class Router:
         min_score: float | None = None,
         mode: str | None = None,
         session_key: str | None = None,
+        explain: bool = False,
     ) -> SearchResponse:
         """Search memory; the first healthy backend of the chain answers.
 
@@ -247,7 +248,8 @@ class Router:
         is ``fallback = "none"``, which raises instead. Each backend tried gets
         ``router.timeout_s``; a sidecar's sync never holds the search, a standby's at most
         ``router.sync_wait_s``, and ``notes`` say when the answer may be stale or
-        degraded, and why.
+        degraded, and why. ``explain`` attaches an :class:`Explain` to every hit and
+        returns the candidates left out in ``dropped``.
         """
         self._check_open()
         if not isinstance(query, str):
@@ -278,7 +280,12 @@ class Router:
             timeout=self.config.router.timeout_s,
         )
         return self._answer(
-            query, request, session_key=session_key, started=started, new_session=new_session
+            query,
+            request,
+            session_key=session_key,
+            started=started,
+            new_session=new_session,
+            explain=explain,
         )
 
     def _answer(
@@ -289,6 +296,7 @@ class Router:
         session_key: str | None,
         started: float,
         new_session: bool,
+        explain: bool = False,
     ) -> SearchResponse:
         """Walk the chain; every way a backend can fail goes through :meth:`_fail`."""
         attempts: list[Fallback] = []
@@ -304,7 +312,9 @@ class Router:
                     raise fail_closed(name, error) from error
                 continue
             shape_started = time.perf_counter()
-            hits = _ranking.shape(result, request, self.config, session_key=session_key)
+            hits, dropped = _ranking.shape_all(
+                result, request, self.config, session_key=session_key, explain=explain
+            )
             timings = {
                 "search_ms": (shape_started - started) * 1000,
                 "shape_ms": (time.perf_counter() - shape_started) * 1000,
@@ -317,6 +327,7 @@ class Router:
                 timings=timings,
                 attempts=tuple(attempts),
                 notes=(*notes, *result.notes),
+                dropped=tuple(dropped),
             )
         reasons = "; ".join(f"{a.from_}: {a.reason}" for a in attempts)
         raise BackendUnavailable(f"no backend could answer ({reasons})", backend=chain[-1])
@@ -363,6 +374,7 @@ class Router:
         timings: dict[str, float] | None = None,
         attempts: tuple[Fallback, ...] = (),
         notes: tuple[str, ...] = (),
+        dropped: tuple[Any, ...] = (),
     ) -> SearchResponse:
         setup = self._setup
         embedder = setup.embedder if setup else None
@@ -381,6 +393,7 @@ class Router:
             citations=self.config.citations,
             timings=timings or {},
             notes=notes,
+            dropped=dropped,
         )
 
     # -- migration ----------------------------------------------------------------------

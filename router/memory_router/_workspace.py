@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import _chunking, _discovery, _journal, _sessions
+from . import _chunking, _discovery, _journal, _sessions, _structure
 from ._config import Config
 from ._redact import REDACTION_VERSION
 from ._types import Chunk, Document
@@ -102,7 +102,10 @@ def load_document(doc: Document, config: Config, model: str) -> Loaded:
         line_map = tuple(session.line_map)
     else:
         text = scrub(Path(doc.abs_path).read_text(encoding="utf-8", errors="replace"))
-        raw = _chunking.chunk_markdown(text, tokens=tokens, overlap=overlap)
+        if _structure.by_structure(config.chunking.structure, doc.path, text):
+            raw = _structure.chunk_structured(text, tokens=tokens, overlap=overlap)
+        else:
+            raw = _chunking.chunk_markdown(text, tokens=tokens, overlap=overlap)
     chunks = [
         Chunk(
             id=_chunking.chunk_id(doc.source, doc.path, r.start_line, r.end_line, r.hash, model),
@@ -169,6 +172,7 @@ def fingerprint_for(
         "vectorDims": dims,
         "chunkTokens": config.chunking.tokens,
         "chunkOverlap": config.chunking.overlap,
+        "chunkStructure": config.chunking.structure,
         "sources": list(sources),
         "scopeHash": scope_hash(config),
         "chunker": _chunking.CHUNKER_VERSION,
