@@ -93,6 +93,10 @@ def main() -> None:
         ready = time.perf_counter()
         first = router.search("zebra harbor lantern")
         first_s = time.perf_counter() - ready
+        print(f"cold standby: {args.files} files, {chunks} chunks, embedding {args.embedding}")
+        print(f"  router + provider + snapshot ready   {ready - started:.2f} s")
+        print(f"  first answer                         {first_s:.2f} s (mode {first.mode})")
+        print(f"    note: {first.notes[0] if first.notes else '-'}", flush=True)
         built_at = None
         while built_at is None:
             time.sleep(0.5)
@@ -107,10 +111,6 @@ def main() -> None:
         router.close()
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    print(f"cold standby: {args.files} files, {chunks} chunks, embedding {args.embedding}")
-    print(f"  router + provider + snapshot ready   {ready - started:.2f} s")
-    print(f"  first answer                         {first_s:.2f} s (mode {first.mode})")
-    print(f"    note: {first.notes[0] if first.notes else '-'}")
     print(f"  background build done after         {built_at:.1f} s")
     print(
         f"  later answers: median {statistics.median(latencies) * 1000:.0f} ms"
