@@ -41,6 +41,8 @@ from ._exceptions import (
 )
 from ._flush import NO_REPLY, FlushDecision, check_memory_flush, is_silent_reply
 from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
+from ._lazy import lazy_exports
+from ._pipeline import prefetch
 from ._plugins import get_plugin_manager
 from ._providers import ProviderContext, ProviderSpec
 from ._router import Router
@@ -133,10 +135,12 @@ __all__ = [
     "get_plugin_manager",
     "hookimpl",
     "is_silent_reply",
+    "lazy_exports",
     "load_config",
     "no_progress",
     "normalize",
     "parse_settings",
+    "prefetch",
     "provider_key",
     "recall_block",
     "sha256_text",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serving import Server, child_env, make_config, running_server, server_file, stop
+from serving import Server, child_env, make_config, running_server
 
 DOWN_PLUGIN = """
 from memory_router import Backend, BackendSpec, BackendStatus, BackendUnavailable, hookimpl
@@ -285,35 +284,3 @@ def test_health_reports_a_backend_that_is_down(tmp_path: Path) -> None:
         failed = post(server, "/search", {"query": "green tea"})
         assert failed.status_code == 503
         assert "no backend could answer" in failed.json()["error"]
-
-
-def test_sigterm_stops_cleanly_and_the_cli_falls_back(tmp_path: Path) -> None:
-    config = make_config(tmp_path)
-    with running_server(config) as server:
-        assert server_file(config).exists()
-        assert stop(server.process) == 0
-        assert "stopped" in server.stderr()
-    assert not server_file(config).exists()
-    # A stale server file (a dead pid) is ignored: the CLI searches in-process.
-    server_file(config).write_text(
-        json.dumps(
-            {
-                "url": server.url,
-                "pid": server.process.pid,
-                "agent_id": "main",
-                "workspace": str(tmp_path / "workspace"),
-                "started_at": "x",
-            }
-        ),
-        encoding="utf-8",
-    )
-    result = subprocess.run(
-        [sys.executable, "-m", "memory_router", "--config", str(config), "search", "tea"],
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        timeout=120,
-    )
-    assert result.returncode == 0
-    assert "MEMORY.md" in result.stdout
-    assert signal.SIGTERM  # the signal the helper sent

@@ -7,15 +7,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from memory_router import _types
 from memory_router._config import load_config
@@ -77,24 +68,14 @@ def sync_summary(report: SyncReport) -> str:
 
 @contextmanager
 def progress_bar(*, enabled: bool) -> Iterator[_types.Progress]:
-    """A :class:`~memory_router.Progress` that draws a rich bar on stderr when it is a terminal."""
-    console = Console(stderr=True)
-    if not enabled or not console.is_terminal:
-        yield _types.no_progress
-        return
-    columns = (
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("scanning", total=None)
+    """A :class:`~memory_router.Progress` that draws a rich bar on stderr when it is a terminal.
 
-        def report(*, done: int, total: int, label: str) -> None:
-            bar.update(task, completed=done, total=total or None, description=label)
+    The bar shows the step (``indexing`` files, ``embedding`` chunks), done/total, the rate
+    per second and the time left; a new label starts a fresh rate.
+    """
+    from ._progress import rich_progress  # rich is imported only when a bar is drawn
 
+    with rich_progress(enabled=enabled) as report:
         yield report
 
 
