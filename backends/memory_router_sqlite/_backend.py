@@ -28,6 +28,7 @@ from memory_router import (
 )
 
 from . import _search
+from ._damage import is_corruption, remove_index_files
 from ._db import choose_driver, read_meta, table_exists, translate, vec_dims
 from ._search import Row, Scope
 from ._store import Store
@@ -92,7 +93,8 @@ class SqliteBackend(Backend):
         self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
     ) -> SyncReport:
         try:
-            return sync_store(
+            self.store.heal()
+            report = sync_store(
                 self.store,
                 snapshot,
                 embedder=self.context.embedder,
@@ -102,7 +104,16 @@ class SqliteBackend(Backend):
         except MemoryRouterError:
             raise
         except Exception as error:  # sqlite3/sqlean errors and OSError from the swap
-            raise translate(error, backend=self.name, doing="sync") from error
+            raise self._translate(error, "sync") from error
+        healed = self.store.take_healed()
+        return replace(report, reason=healed, full_rebuild=True) if healed else report
+
+    def _translate(self, error: Exception, doing: str) -> MemoryRouterError:
+        """``error`` translated; a corrupt file is flagged so the next sync heals it."""
+        if is_corruption(error):
+            self.store.flag_damaged(f"{doing} failed: {error}")
+            return self.store.damaged_error()
+        return translate(error, backend=self.name, doing=doing)
 
     # -- search -------------------------------------------------------------------------
 
@@ -113,7 +124,7 @@ class SqliteBackend(Backend):
         except MemoryRouterError:
             raise
         except Exception as error:
-            raise translate(error, backend=self.name, doing="search") from error
+            raise self._translate(error, "search") from error
 
     def _scope(self, conn: Any, request: SearchRequest) -> Scope:
         return Scope(
@@ -211,6 +222,11 @@ class SqliteBackend(Backend):
     # -- status, close, transfer --------------------------------------------------------
 
     def status(self, *, deep: bool = False) -> BackendStatus:
+        if self.store.damage is not None:
+            error = self.store.damaged_error()
+            return BackendStatus(
+                name=self.name, available=False, error=f"{error.message}; {error.hint}"
+            )
         try:
             with self.store.reader() as conn:
                 files = int(conn.execute("SELECT COUNT(*) FROM files").fetchone()[0])
@@ -256,12 +272,17 @@ class SqliteBackend(Backend):
     def close(self) -> None:
         self.store.close()
 
+    def reset(self) -> list[str]:
+        self.store.close()
+        return [str(p) for p in remove_index_files(self.path)]
+
     def export_chunks(self) -> Iterator[Chunk]:
         with self.store.reader() as conn:
             yield from export_chunks(conn)
 
     def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
         try:
+            self.store.heal()
             return import_chunks(self.store, chunks, fingerprint=fingerprint)
         except MemoryRouterError:
             raise

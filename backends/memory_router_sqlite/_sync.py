@@ -82,20 +82,24 @@ class Indexer:
         stored = self.stored_files()
         changed = [d for d in snapshot.documents if stored.get(d.path) != d.hash]
         counts.unchanged = len(snapshot.documents) - len(changed)
-        total = len(changed)
-        progress(done=0, total=total, label="indexing")
+        # Progress counts chunks (the time goes to embedding them), so the total is known
+        # first; chunking twice is cheap next to embedding, holding every chunk is not.
+        total = self._count_chunks(snapshot, changed, progress)
+        label = "embedding chunks" if self.embedder is not None else "indexing chunks"
+        progress(done=0, total=total, label=label)
         group: list[tuple[Document, list[Chunk]]] = []
         size = done = 0
         for doc in changed:
             group.append((doc, snapshot.chunks(doc)))
             size += len(group[-1][1])
             if size >= GROUP_CHUNKS or len(group) >= GROUP_FILES:
-                done += self._flush(group, stored, counts)
-                progress(done=done, total=total, label="indexing")
+                self._flush(group, stored, counts)
+                done += size
+                progress(done=done, total=total, label=label)
                 group, size = [], 0
         if group:
-            done += self._flush(group, stored, counts)
-            progress(done=done, total=total, label="indexing")
+            self._flush(group, stored, counts)
+            progress(done=done + size, total=total, label=label)
         live = {d.path for d in snapshot.documents}
         gone = [p for p in stored if p not in live]
         if gone:
@@ -103,6 +107,17 @@ class Indexer:
                 for path in gone:
                     self.delete_path(path)
             counts.removed = len(gone)
+
+    def _count_chunks(
+        self, snapshot: Snapshot, changed: Sequence[Document], progress: Progress
+    ) -> int:
+        total = 0
+        for number, doc in enumerate(changed, start=1):
+            total += len(snapshot.chunks(doc))
+            snapshot.release(doc)
+            if number % 200 == 0:
+                progress(done=number, total=len(changed), label="reading files")
+        return total
 
     def _flush(
         self, group: list[tuple[Document, list[Chunk]]], stored: dict[str, str], counts: Counts
@@ -290,17 +305,18 @@ def _rebuild(
     *,
     vector: bool,
 ) -> None:
-    temp = store.temp_path()
-    try:
-        conn = store.open(temp)
+    with store.rebuilding():
+        temp = store.temp_path()
         try:
-            indexer = Indexer(conn, snapshot, embedder, vector=vector)
-            indexer.run(snapshot, counts, progress)
-            with transaction(conn):
-                write_meta(conn, _with_dims(wanted, indexer.dims, conn))
-        finally:
-            conn.close()
-        store.replace_with(temp)
-    except BaseException:
-        remove_db(temp)
-        raise
+            conn = store.open(temp)
+            try:
+                indexer = Indexer(conn, snapshot, embedder, vector=vector)
+                indexer.run(snapshot, counts, progress)
+                with transaction(conn):
+                    write_meta(conn, _with_dims(wanted, indexer.dims, conn))
+            finally:
+                conn.close()
+            store.replace_with(temp)
+        except BaseException:
+            remove_db(temp)
+            raise

@@ -89,6 +89,15 @@ class Backend(ABC):
         """Add chunks exported elsewhere; returns how many were written."""
         raise Unsupported(f"backend {self.name!r} cannot import chunks", backend=self.name)
 
+    def reset(self) -> list[str]:
+        """Delete this backend's derived state (its index files), never the Markdown.
+
+        Returns the paths removed. The backend is closed by then; the next sync rebuilds
+        it. Used by ``memory-router reset``. Optional; the default raises
+        :class:`Unsupported`, and the router's per-backend state folder is removed anyway.
+        """
+        raise Unsupported(f"backend {self.name!r} cannot reset itself", backend=self.name)
+
 
 BackendFactory = Callable[[BackendContext], Backend]
 

@@ -27,6 +27,9 @@ from ._exceptions import (
     MemoryRouterError,
     NotFound,
 )
+from ._explain import check_workspace, with_below_min_score
+from ._health import HealthFile, seen_breakers
+from ._indexlock import INDEX_WAIT_S, index_lock, unusable_folder
 from ._providers import ProviderChoice, ProviderContext, choose_provider, fallback_factory
 from ._status import embedding_status, source_counts
 from ._types import (
@@ -81,6 +84,7 @@ class Router:
         self._sessions: set[str] = set()
         self._probed_dims: tuple[tuple[str, str, str], int] | None = None
         self.last_fallback: Fallback | None = None
+        self._health = HealthFile(config.agent_state_path)
         self._closed = False
 
     @classmethod
@@ -153,7 +157,10 @@ class Router:
             if spec is None:
                 raise NotFound(f"no backend named {name!r}", key=name)
             state_dir = self.config.agent_state_path / name
-            state_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                state_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise unusable_folder(state_dir, error) from error
             context = BackendContext(
                 name=name,
                 config=self.config,
@@ -216,12 +223,16 @@ class Router:
         force: bool = False,
         backends: Iterable[str] | None = None,
         progress: Progress = no_progress,
+        wait_s: float = INDEX_WAIT_S,
     ) -> list[SyncReport]:
         """Bring backends in line with the workspace.
 
         By default the first backend of the chain, plus every other one when
         ``standby = "hot"``. A backend that fails gets a report with ``errors`` set;
-        other backends still sync.
+        other backends still sync. A missing or unreadable workspace is a
+        :class:`ConfigError` (the index is left as it is). One process syncs an agent at a
+        time: another one's sync is waited for up to ``wait_s`` seconds, then
+        ``IndexBusy`` is raised.
         """
         chain = self.config.router.chain
         names = (
@@ -230,7 +241,14 @@ class Router:
             else (list(chain) if self.config.router.standby == "hot" else [chain[0]])
         )
         self._check_open()
-        with self._sync_lock:
+        check_workspace(self.config)
+        lock = index_lock(
+            self.config.agent_state_path,
+            agent=self.config.agent_id,
+            wait_s=wait_s,
+            progress=progress,
+        )
+        with self._sync_lock, lock:
             seen = self._changes
             snapshot = self.snapshot()
             reports = [
@@ -302,9 +320,14 @@ class Router:
             mode=mode,
             timeout=self.config.router.timeout_s,
         )
-        response = self._answer(
-            query, request, session_key=session_key, started=started, timings=timings
-        )
+        try:
+            response = self._answer(
+                query, request, session_key=session_key, started=started, timings=timings
+            )
+        finally:
+            self._health.record(
+                {n: b.snapshot() for n, b in self._breakers.items()}, self.last_fallback
+            )
         if sync_notes:
             response = dataclasses.replace(response, notes=(*sync_notes, *response.notes))
         return response
@@ -343,7 +366,7 @@ class Router:
             hits = _ranking.shape(result, request, self.config, session_key=session_key)
             timings["search_ms"] = (shape_started - started) * 1000
             timings["shape_ms"] = (time.perf_counter() - shape_started) * 1000
-            return self._response(
+            response = self._response(
                 query,
                 hits,
                 backend=name,
@@ -352,6 +375,7 @@ class Router:
                 attempts=tuple(attempts),
                 notes=result.notes,
             )
+            return with_below_min_score(response, result, request, self.config)
         reasons = "; ".join(f"{a.from_}: {a.reason}" for a in attempts)
         raise BackendUnavailable(
             f"no backend could answer ({reasons})", backend=self.config.router.chain[-1]
@@ -379,7 +403,7 @@ class Router:
         if not self._needs_sync(session_key):
             return ()
         try:
-            reports = self.sync()
+            reports = self.sync(wait_s=0)  # another process syncing: answer from the index
         except MemoryRouterError as error:
             return (f"index not brought up to date: {error.message}",)
         return tuple(
@@ -482,16 +506,22 @@ class Router:
                 statuses.append(self.backend(name).status(deep=deep))
             except MemoryRouterError as error:
                 statuses.append(BackendStatus(name=name, available=False, error=error.message))
+        own = {n: b.snapshot() for n, b in self._breakers.items()}
+        breakers, last, seen_at = seen_breakers(
+            self._health, own, self.last_fallback, self.config.router.breaker.cooldown_s
+        )
         return RouterStatus(
             agent_id=self.config.agent_id,
             workspace=str(self.config.workspace_path),
             chain=self.config.router.chain,
             fallback_policy=self.config.router.fallback,
             backends=tuple(statuses),
-            breakers={n: b.snapshot() for n, b in self._breakers.items()},
-            last_fallback=self.last_fallback,
+            breakers=breakers,
+            last_fallback=last,
             embedding=self._embedding_status(deep=deep),
             sources=source_counts(self.config),
+            can_answer=any(s.available for s in statuses),
+            breakers_seen_at=seen_at,
         )
 
     def _embedding_status(self, *, deep: bool) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from ._app import CliState, CommandError, RootGroup, report_error
 from ._entries import entries, forget, store
 from ._info import plugins, status
 from ._memory import get, index, search
+from ._ops import agents, doctor, reset
 
 __all__ = ["CliState", "CommandError", "build_cli", "report_error"]
 
@@ -27,6 +28,9 @@ BUILTIN_COMMANDS: tuple[click.Command, ...] = (
     entries,
     status,
     plugins,
+    doctor,
+    reset,
+    agents,
 )
 
 

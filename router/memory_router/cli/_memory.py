@@ -11,15 +11,20 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
+from rich.text import Text
 
 from memory_router import _types
+from memory_router._explain import MEMORY_FILES, below_min_score_line, memory_file_exists
 from memory_router._types import SearchResponse, SyncReport
 
-from ._app import EXIT_ERROR, echo_json, read_argument, state
+from ._app import EXIT_ERROR, CommandError, echo_json, read_argument, state
 
 
 @click.command()
@@ -43,6 +48,12 @@ def index(ctx: click.Context, force: bool, backends: tuple[str, ...], as_json: b
     else:
         for report in reports:
             click.echo(sync_summary(report))
+    if reports and not any(r.added + r.updated + r.unchanged for r in reports if not r.errors):
+        click.echo(
+            f"Warning: no memory files in {router.config.workspace_path}"
+            f" (looked for {MEMORY_FILES}).",
+            err=True,
+        )
     failed = [(r.backend, e) for r in reports for e in r.errors]
     for backend, error in failed:
         click.echo(f"Error: {backend}: {' '.join(error.split())}", err=True)
@@ -78,7 +89,9 @@ def progress_bar(*, enabled: bool) -> Iterator[_types.Progress]:
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
+        RateColumn(),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
     )
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("scanning", total=None)
@@ -89,8 +102,16 @@ def progress_bar(*, enabled: bool) -> Iterator[_types.Progress]:
         yield report
 
 
+class RateColumn(ProgressColumn):
+    """``12.3/s``: how many units (chunks) per second, once rich has measured it."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.speed
+        return Text(f"{speed:,.1f}/s" if speed else "", style="progress.data.speed")
+
+
 @click.command()
-@click.argument("query")
+@click.argument("query", nargs=-1, required=True)
 @click.option("-n", "--max-results", type=click.IntRange(min=1), help="At most this many hits.")
 @click.option(
     "--min-score", type=click.FloatRange(0.0, 1.0), help="Drop hits scoring below this (0–1)."
@@ -100,16 +121,16 @@ def progress_bar(*, enabled: bool) -> Iterator[_types.Progress]:
 @click.pass_context
 def search(
     ctx: click.Context,
-    query: str,
+    query: tuple[str, ...],
     max_results: int | None,
     min_score: float | None,
     mode: str | None,
     as_json: bool,
 ) -> None:
-    """Search memory for QUERY ('-' reads it from stdin)."""
+    """Search memory for QUERY: its words, quoted or not ('-' reads it from stdin)."""
     router = state(ctx).router()
     response = router.search(
-        read_argument(query),
+        read_argument(" ".join(query)),
         max_results=max_results,
         min_score=min_score,
         mode=mode,
@@ -126,6 +147,8 @@ def print_response(response: SearchResponse) -> None:
     """Hits as ``<score> <path>:<start>-<end>``, the snippet and a blank line; then who answered."""
     if not response.results:
         click.echo("No matches.")
+        if response.below_min_score is not None:
+            click.echo(below_min_score_line(response.below_min_score))
     for hit in response.results:
         click.echo(f"{hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}")
         click.echo(hit.snippet.rstrip("\n"))
@@ -153,8 +176,14 @@ def get(
     ctx: click.Context, path: str, from_line: int | None, lines: int | None, as_json: bool
 ) -> None:
     """Print lines of a memory file (workspace-relative PATH, Markdown only)."""
-    text = state(ctx).router().get(path, from_line=from_line, lines=lines)
-    if as_json:
+    router = state(ctx).router()
+    text = router.get(path, from_line=from_line, lines=lines)
+    if as_json:  # agents get OpenClaw's answer for a missing file: {path, text: ""}
         echo_json(text.to_dict())
+    elif not text.text and not memory_file_exists(router.config, path):
+        raise CommandError(
+            f"{path} does not exist in the workspace {router.config.workspace_path}",
+            hint="`memory-router search WORDS` shows the paths that exist",
+        )
     else:
         click.echo(text.text, nl=not text.text.endswith("\n") and bool(text.text))
