@@ -22,6 +22,7 @@ from rich.text import Text
 
 from memory_router import _types
 from memory_router._explain import MEMORY_FILES, below_min_score_line, memory_file_exists
+from memory_router._indexlock import INDEX_WAIT_S
 from memory_router._types import SearchResponse, SyncReport
 
 from ._app import EXIT_ERROR, CommandError, echo_json, read_argument, state
@@ -36,13 +37,29 @@ from ._app import EXIT_ERROR, CommandError, echo_json, read_argument, state
     metavar="NAME",
     help="Sync this backend (repeatable; default: the chain's first, or all when standby is hot).",
 )
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=INDEX_WAIT_S,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to wait for another process that is indexing the same agent.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the sync reports as JSON.")
 @click.pass_context
-def index(ctx: click.Context, force: bool, backends: tuple[str, ...], as_json: bool) -> None:
-    """Bring the index in line with the workspace's Markdown files."""
+def index(
+    ctx: click.Context, force: bool, backends: tuple[str, ...], wait: float, as_json: bool
+) -> None:
+    """Bring the index in line with the workspace's Markdown files.
+
+    One process indexes an agent at a time: a second one waits for the first (up to
+    --wait seconds), then finds the index up to date instead of building it again.
+    """
     router = state(ctx).router()
     with progress_bar(enabled=not as_json) as progress:
-        reports = router.sync(force=force, backends=backends or None, progress=progress)
+        reports = router.sync(
+            force=force, backends=backends or None, progress=progress, wait_s=wait
+        )
     if as_json:
         echo_json([r.to_dict() for r in reports])
     else:
