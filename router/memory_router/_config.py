@@ -203,10 +203,38 @@ class RouterConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EntryRankingConfig:
+    """``[entries.ranking]``: importance and recency in the ranking of entries.
+
+    An entry's score is multiplied by
+    ``(1 − importance_weight + importance_weight × importance)
+    × (recency_floor + (1 − recency_floor) × 0.5 ** (age_days / half_life_days))``.
+    """
+
+    enabled: bool = True
+    importance_weight: float = 0.3
+    half_life_days: float = 60.0
+    recency_floor: float = 0.5
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "importance_weight", min(max(self.importance_weight, 0.0), 1.0))
+        object.__setattr__(self, "half_life_days", max(0.01, float(self.half_life_days)))
+        object.__setattr__(self, "recency_floor", min(max(self.recency_floor, 0.0), 1.0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EntriesConfig:
-    """``[entries]``: where stored entries are journaled (relative to the workspace)."""
+    """``[entries]``: where stored entries are journaled, and how they are matched."""
 
     path: str = "memory/entries.md"
+    duplicate_threshold: float = 0.95
+    forget_threshold: float = 0.9
+    recall_min_score: float = 0.1
+    ranking: EntryRankingConfig = field(default_factory=EntryRankingConfig)
+
+    def __post_init__(self) -> None:
+        for name in ("duplicate_threshold", "forget_threshold", "recall_min_score"):
+            object.__setattr__(self, name, min(max(float(getattr(self, name)), 0.0), 1.0))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from ._config import Config
+from ._entries import weigh_entry_hits
 from ._types import BackendResult, Hit, SearchRequest
 
 _DATED = re.compile(r"(?:^|/)memory/(?:.*/)?(\d{4})-(\d{2})-(\d{2})(?:-[^/]*)?\.md$")
@@ -178,6 +179,7 @@ def shape(
     hits = list(result.hits)
     if q.temporal_decay.enabled:
         hits = apply_decay(hits, config)
+    hits = weigh_entry_hits(hits, config, now=time.time())
     hits.sort(key=lambda h: -h.score)
     if q.mmr.enabled:
         hits = mmr(hits, q.mmr.lambda_)

@@ -13,12 +13,13 @@ from typing import Any
 
 import pluggy
 
-from . import _files, _journal, _plugins, _ranking
+from . import _entries, _files, _journal, _plugins, _ranking
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
 from ._breaker import CircuitBreaker
 from ._calls import call_with_deadline, fail_closed, positive_int, unit_float
 from ._config import Config, apply_overrides, load_config
 from ._embedding import Embedder, EmbeddingCache, provider_key
+from ._entries import EntryBook, ForgetResult, RecallResult, StoreResult
 from ._exceptions import (
     BackendError,
     BackendTimeout,
@@ -86,6 +87,8 @@ class Router:
         self.last_fallback: Fallback | None = None
         self._health = HealthFile(config.agent_state_path)
         self._closed = False
+        self._book = EntryBook(config, lambda: self.embedder)
+        self._remember_lock = threading.Lock()
 
     @classmethod
     def from_config(
@@ -469,8 +472,62 @@ class Router:
         return self.config.workspace_path / self.config.entries.path
 
     def store(self, text: str, *, importance: float = 0.7, category: Category = "other") -> Entry:
-        """Journal a new entry in the workspace; it is indexed on the next sync."""
+        """Journal a new entry in the workspace; it is indexed on the next sync.
+
+        Always stores; :meth:`remember` checks for a duplicate first.
+        """
+        return self._append(_journal.new_entry(text, importance=importance, category=category))
+
+    def remember(
+        self,
+        text: str,
+        *,
+        importance: float = 0.7,
+        category: Category = "other",
+        force: bool = False,
+    ) -> StoreResult:
+        """:meth:`store`, unless an entry with similarity ≥ ``entries.duplicate_threshold``
+        exists: then nothing is stored and the existing entry is returned as a duplicate.
+        ``force`` skips the check."""
+        self._check_open()
         entry = _journal.new_entry(text, importance=importance, category=category)
+        with self._remember_lock:
+            duplicate = None if force else self._book.duplicate(entry.text)
+            if duplicate is not None:
+                return StoreResult(
+                    action="duplicate", entry=duplicate.entry, similarity=duplicate.similarity
+                )
+            return StoreResult(action="created", entry=self._append(entry))
+
+    def recall(
+        self, query: str, *, category: Category | None = None, limit: int | None = None
+    ) -> RecallResult:
+        """Entries only (optionally of one ``category``), ranked by similarity to ``query``
+        weighted by importance and recency (``[entries.ranking]``)."""
+        self._check_open()
+        if not isinstance(query, str):
+            raise InvalidInput("query must be a string", key="query")
+        count = positive_int(limit, "limit") if limit is not None else _entries.DEFAULT_RECALL_LIMIT
+        chosen = _entries.valid_category(category)
+        return self._book.recall(scrub(query), category=chosen, limit=count)
+
+    def forget_entry(
+        self, *, entry_id: str | None = None, query: str | None = None
+    ) -> ForgetResult:
+        """Forget by id, or by query: exactly one entry with similarity ≥
+        ``entries.forget_threshold`` is removed; otherwise nothing is, and the closest
+        entries come back as candidates."""
+        self._check_open()
+        if (entry_id is None) == (query is None):
+            raise InvalidInput("give either an entry id or a query", key="id")
+        if entry_id is not None:
+            return ForgetResult(action="deleted", deleted=self.forget(entry_id))
+        target, candidates = self._book.forget_target(scrub(query or ""))
+        if target is None:
+            return ForgetResult(action="candidates", candidates=candidates)
+        return ForgetResult(action="deleted", deleted=self.forget(target.entry.id))
+
+    def _append(self, entry: Entry) -> Entry:
         try:
             _journal.append_entry(self.journal_path, entry)
         except OSError as error:

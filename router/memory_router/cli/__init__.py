@@ -12,7 +12,7 @@ import pluggy
 from memory_router import __version__, _plugins
 
 from ._app import CliState, CommandError, RootGroup, report_error
-from ._entries import entries, forget, store
+from ._entries import entries, forget, recall, store
 from ._info import plugins, status
 from ._memory import get, index, search
 from ._ops import agents, doctor, reset
@@ -24,6 +24,7 @@ BUILTIN_COMMANDS: tuple[click.Command, ...] = (
     search,
     get,
     store,
+    recall,
     forget,
     entries,
     status,
