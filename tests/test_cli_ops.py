@@ -9,6 +9,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -355,3 +356,76 @@ def test_progress_counts_chunks_embedded(
     embedding = [s for s in seen if s[2] == "embedding chunks"]
     assert embedding[0] == (0, report.chunks, "embedding chunks")
     assert embedding[-1] == (report.chunks, report.chunks, "embedding chunks")
+
+
+# -- the README's quick start ------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_the_readme_python_example_runs_as_written(tmp_path: Path) -> None:
+    """Pasted into ``.venv/bin/python`` at the repository root, it prints the Lisbon note."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    ran = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines()[0].endswith(" memory/2026-11-01.md:1-13"), ran.stdout
+
+
+def test_the_demo_ends_with_what_to_type_next() -> None:
+    script = (ROOT / "examples" / "demo.sh").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for line in ("source .venv/bin/activate", "export MEMORY_ROUTER_CONFIG=examples/demo.toml"):
+        assert line in script
+        assert line in readme
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "'.[minilm,watch]'" in makefile  # `memory-router watch` works after make demo
+
+
+# -- every error a user can fix carries a hint --------------------------------------------
+
+
+def test_a_bogus_mode_is_refused_by_the_backend_that_would_answer(
+    config: Path, write_config: ConfigWriter
+) -> None:
+    bogus = run_process("--config", str(config), "search", "Lisbon", "--mode", "bogus")
+    assert bogus.returncode == 1
+    lines = error_lines(bogus.stderr)
+    assert "sqlite has no search mode 'bogus'" in lines[0]
+    assert lines[1] == "Hint: use one of hybrid, keyword, vector, or leave --mode out"
+    keyword = run("--config", str(config), "search", "Lisbon", "--mode", "keyword", "--json")
+    assert json.loads(keyword.output)["mode"] == "keyword"
+    qmd = write_config(KEYWORD_ONLY + MISSING_QMD, name="qmd.toml")
+    refused = run("--config", str(qmd), "search", "Lisbon", "--mode", "bogus")
+    assert refused.exit_code == 1
+    assert "qmd has no search mode 'bogus'" in refused.output
+    assert "use one of search, vsearch, query" in refused.output
+    assert "Fallback" not in refused.output  # refused, not treated as a backend failure
+
+
+def test_user_fixable_errors_carry_a_hint(
+    config: Path, write_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = run_process("--config", str(tmp_path / "nope.toml"), "status")
+    assert error_lines(missing.stderr)[1].startswith("Hint: check the path")
+    unknown = run_process("--config", str(config), "forget", "e-does-not-exist")
+    assert error_lines(unknown.stderr)[1] == (
+        "Hint: `memory-router entries` lists the ids of the stored entries"
+    )
+    for name in ("OPENAI_API_KEY",):
+        monkeypatch.delenv(name, raising=False)
+    openai = write_config('[embedding]\nprovider = "openai"\n', name="openai.toml")
+    keyless = run_process("--config", str(openai), "index")
+    assert keyless.returncode == 1
+    hint = next(line for line in keyless.stderr.splitlines() if line.startswith("Hint: "))
+    assert "export OPENAI_API_KEY=" in hint

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from memory_router import BackendSpec, hookimpl
 
 from ._backend import QmdBackend
-from ._settings import QmdModels, QmdSettings
+from ._settings import MODES, QmdModels, QmdSettings
 
 __all__ = ["QmdBackend", "QmdModels", "QmdSettings", "register_backends"]
 
@@ -24,5 +24,6 @@ def register_backends(register: Callable[[BackendSpec], None]) -> None:
             factory=QmdBackend,
             settings=QmdSettings,
             description="QMD CLI as a sidecar: BM25 search, vsearch, query (Node >= 22)",
+            modes=MODES,
         )
     )

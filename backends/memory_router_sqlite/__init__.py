@@ -34,5 +34,6 @@ def register_backends(register: Callable[[BackendSpec], None]) -> None:
             factory=SqliteBackend,
             settings=SqliteSettings,
             description="SQLite: FTS5 BM25 + sqlite-vec vectors, weighted hybrid merge",
+            modes=("hybrid", "keyword", "vector"),
         )
     )

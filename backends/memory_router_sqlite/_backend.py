@@ -138,7 +138,7 @@ class SqliteBackend(Backend):
     def _search(self, conn: Any, request: SearchRequest) -> BackendResult:
         scope = self._scope(conn, request)
         has_fts = table_exists(conn, "chunks_fts")
-        if self.context.embedder is None:
+        if self.context.embedder is None or request.mode == "keyword":
             if not has_fts:
                 return BackendResult(hits=(), mode="keyword", notes=("FTS5 is unavailable",))
             return self._keyword_only(conn, scope, request.query)
@@ -159,7 +159,7 @@ class SqliteBackend(Backend):
             use_vec = self._use_vec(conn, len(query_vector))
             matrix = None if use_vec else self.store.matrix(conn, self.model)
             vector = _search.vector_rows(conn, scope, query_vector, use_vec=use_vec, matrix=matrix)
-        if not hybrid.enabled or not has_fts:
+        if not hybrid.enabled or not has_fts or request.mode == "vector":
             only = [self._hit(r, vector_score=r.score) for r in vector.values()]
             return BackendResult(hits=tuple(self._with_entries(conn, only)), mode="vector")
         keyword_side = _search.keyword_or if hybrid.keyword_query == "or" else _search.keyword_and

@@ -114,6 +114,11 @@ class BackendSpec:
     factory: BackendFactory
     settings: type | None = None
     description: str = ""
+    modes: tuple[str, ...] = ()
+    """The values :attr:`SearchRequest.mode` may take for this backend; empty: not declared.
+
+    The router refuses any other ``mode`` for the first backend of the chain with
+    :class:`InvalidInput` listing these."""
 
 
 def validate_backend_settings(config: Config, specs: Mapping[str, BackendSpec]) -> dict[str, Any]:

@@ -6,8 +6,9 @@ import dataclasses
 import os
 from pathlib import Path
 
+from ._backend import BackendSpec
 from ._config import Config
-from ._exceptions import ConfigError
+from ._exceptions import ConfigError, InvalidInput
 from ._ranking import apply_decay
 from ._types import BackendResult, BelowMinScore, SearchRequest, SearchResponse
 
@@ -49,6 +50,17 @@ def check_workspace(config: Config) -> Path:
             hint=f"make it readable (chmod u+rx {path}) or {fix}",
         ) from error
     return path
+
+
+def check_mode(mode: str | None, spec: BackendSpec | None) -> None:
+    """Refuse a search ``mode`` the backend that answers (the chain's first) does not know."""
+    if mode is None or spec is None or not spec.modes or mode in spec.modes:
+        return
+    raise InvalidInput(
+        f"{spec.name} has no search mode {mode!r}",
+        key="mode",
+        hint=f"use one of {', '.join(spec.modes)}, or leave --mode out",
+    )
 
 
 def with_below_min_score(

@@ -28,7 +28,7 @@ from ._exceptions import (
     MemoryRouterError,
     NotFound,
 )
-from ._explain import check_workspace, with_below_min_score
+from ._explain import check_mode, check_workspace, with_below_min_score
 from ._health import HealthFile, seen_breakers
 from ._indexlock import INDEX_WAIT_S, index_lock, unusable_folder
 from ._providers import ProviderChoice, ProviderContext, choose_provider, fallback_factory
@@ -303,6 +303,7 @@ class Router:
             positive_int(max_results, "max_results") if max_results is not None else q.max_results
         )
         threshold = unit_float(min_score, "min_score") if min_score is not None else q.min_score
+        check_mode(mode, self.backend_specs.get(self.config.router.chain[0]))
         # NUL and lone surrogates (they arrive through JSON) cannot reach a backend.
         text = scrub(query.replace("\x00", " ")).strip()
         started = time.perf_counter()

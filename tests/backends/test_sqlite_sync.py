@@ -87,8 +87,8 @@ def test_incremental_sync_touches_only_what_changed(tmp_path: Path, workspace: P
         assert not report.full_rebuild
         assert report.embedded == 2  # only the two new chunk texts
         assert report.chunks == 12
-        assert calls[0] == (0, 2, "indexing")
-        assert calls[-1] == (2, 2, "indexing")
+        assert calls[0] == (0, 2, "embedding chunks")  # progress counts chunks
+        assert calls[-1] == (2, 2, "embedding chunks")
         hits = router.search("brand new words").results
         assert hits[0].path == "memory/note-0001.md"
         assert router.status().backends[0].files == 12
@@ -185,12 +185,14 @@ def test_an_interrupted_swap_and_stale_temp_files_are_recovered(
         with make(tmp_path, workspace, sync={"on_search": False}) as router:
             assert router.search("topic5").results[0].path == "memory/note-0005.md"
         assert db.exists()
-        assert stale.exists() and fresh.exists()
+        assert stale.exists()
+        assert fresh.exists()
     assert not list(db.parent.glob("*.backup-*"))
     # Once nobody holds it, the next open removes every leftover, however young.
     with make(tmp_path, workspace, sync={"on_search": False}) as router:
         assert router.search("topic5").results
-    assert not stale.exists() and not fresh.exists()
+    assert not stale.exists()
+    assert not fresh.exists()
 
 
 @contextlib.contextmanager
