@@ -20,9 +20,11 @@ from memory_router import (
     Entry,
     Hit,
     MemoryRouterError,
+    NotFound,
     Progress,
     SearchRequest,
     Snapshot,
+    Staging,
     SyncReport,
     no_progress,
 )
@@ -31,9 +33,9 @@ from . import _search
 from ._damage import is_corruption, remove_index_files
 from ._db import choose_driver, read_meta, table_exists, translate, vec_dims
 from ._search import Row, Scope
-from ._store import Store
+from ._store import Store, remove_db
 from ._sync import sync_store
-from ._transfer import export_chunks, import_chunks
+from ._transfer import SqliteStaging, export_chunks, import_chunks
 
 FTS_ONLY = "fts-only"
 
@@ -289,6 +291,26 @@ class SqliteBackend(Backend):
         except Exception as error:
             raise translate(error, backend=self.name, doing="import") from error
 
+    def index_fingerprint(self) -> Mapping[str, Any] | None:
+        with self.store.reader() as conn:
+            meta = read_meta(conn)
+        if meta is not None:
+            meta.pop("ftsTokenizer", None)
+        return meta
+
+    def stage(self, *, fingerprint: Mapping[str, Any], resume: bool) -> Staging:
+        path = self.path.with_name(f"{self.path.name}.migrating")
+        if resume and not path.exists():
+            raise NotFound(f"no interrupted migration into {path}", key=str(path))
+        if not resume:
+            remove_db(path)
+        try:
+            return SqliteStaging(self.store, path, fingerprint)
+        except MemoryRouterError:
+            raise
+        except Exception as error:
+            raise translate(error, backend=self.name, doing="staging") from error
+
 
 def row_hit(
     row: Row, backend: str, score: float, vector_score: float | None, text_score: float | None
@@ -319,7 +341,7 @@ def merge(
         ks, vs = (k.score if k else None), (v.score if v else None)
         score = vw * (vs or 0.0) + tw * (ks or 0.0)
         hits.append(row_hit(row, backend, score, vs, ks))
-    hits.sort(key=lambda h: -h.score)
+    hits.sort(key=lambda h: (-h.score, h.chunk_id or ""))  # ties: independent of row order
     return hits
 
 

@@ -159,7 +159,7 @@ def _check(conn: Connection, path: Path) -> str | None:
     if version < 1:
         return None
     chunks = int(conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
-    return _fts_damage(conn, chunks) or _vec_damage(conn) or _orphan_damage(conn, chunks)
+    return _fts_damage(conn, chunks) or _vec_damage(conn)
 
 
 def _fts_damage(conn: Connection, chunks: int) -> str | None:
@@ -188,15 +188,6 @@ def _vec_damage(conn: Connection) -> str | None:
     if dims is not None and isinstance(wanted, int) and dims != wanted:
         return f"the vector table holds {dims}-dimension vectors, the index {wanted}"
     return None
-
-
-def _orphan_damage(conn: Connection, chunks: int) -> str | None:
-    if not chunks:
-        return None
-    orphans = conn.execute(
-        "SELECT COUNT(*) FROM chunks WHERE path NOT IN (SELECT path FROM files)"
-    ).fetchone()[0]
-    return f"{orphans} chunk rows belong to no indexed file" if orphans else None
 
 
 def move_aside(path: Path) -> Path:

@@ -122,9 +122,14 @@ class Indexer:
     def _flush(
         self, group: list[tuple[Document, list[Chunk]]], stored: dict[str, str], counts: Counts
     ) -> int:
+        adopted = [(d, cs) for d, cs in group if d.path not in stored and self._adoptable(cs)]
+        group = [item for item in group if item not in adopted]
         chunks = [c for _, cs in group for c in cs]
         vectors = self._embed([c.text for c in chunks])
         with transaction(self.conn):
+            for doc, _ in adopted:
+                self.write_file(doc)
+                counts.unchanged += 1
             at = 0
             for doc, doc_chunks in group:
                 if doc.path in stored:
@@ -135,10 +140,21 @@ class Indexer:
                 self.write_chunks(doc_chunks, vectors[at : at + len(doc_chunks)])
                 at += len(doc_chunks)
                 self.write_file(doc)
-        for doc, _ in group:
+        for doc, _ in (*group, *adopted):
             if self.snapshot is not None:
                 self.snapshot.release(doc)
-        return len(group)
+        return len(group) + len(adopted)
+
+    def _adoptable(self, chunks: list[Chunk]) -> bool:
+        """Whether a file without a ``files`` row is indexed already, chunk for chunk.
+
+        That is the state ``migrate`` leaves (it copies chunks, not file rows): the next
+        sync records the file instead of writing and embedding it again.
+        """
+        if not chunks:
+            return False
+        rows = self.conn.execute("SELECT id FROM chunks WHERE path = ?", (chunks[0].path,))
+        return {r[0] for r in rows} == {c.id for c in chunks}
 
     def _embed(self, texts: list[str]) -> list[Vector | None]:
         if self.embedder is None or not texts:

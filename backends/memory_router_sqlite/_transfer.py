@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
-from memory_router import Category, Chunk, Entry
+from memory_router import Category, Chunk, Entry, Staging
 
 from ._db import Connection, read_meta, transaction, write_meta
-from ._store import Store
+from ._store import Store, remove_db
 from ._sync import Indexer
 from ._vectors import Vector, decode
 
@@ -20,11 +21,11 @@ BATCH = 500
 
 
 def export_chunks(conn: Connection) -> Iterator[Chunk]:
-    """Every chunk, its embedding (``None`` in keyword-only indexes) and entry metadata."""
+    """Every chunk by id, its embedding (``None`` in keyword-only indexes) and entry metadata."""
     cursor = conn.execute(
         "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, c.hash, c.model,"
         " c.embedding, e.entry_id, e.importance, e.category, e.created_at, e.text"
-        " FROM chunks c LEFT JOIN entries e ON e.chunk_id = c.id ORDER BY c.path, c.start_line"
+        " FROM chunks c LEFT JOIN entries e ON e.chunk_id = c.id ORDER BY c.id"
     )
     for r in cursor:
         vector = decode(r[8])
@@ -46,7 +47,7 @@ def export_chunks(conn: Connection) -> Iterator[Chunk]:
             text=r[5],
             hash=r[6],
             model=r[7],
-            embedding=tuple(float(x) for x in vector) if vector is not None else None,
+            embedding=tuple(vector.tolist()) if vector is not None else None,
             entry=entry,
         )
 
@@ -93,3 +94,41 @@ def _write(conn: Connection, indexer: Indexer, batch: list[Chunk]) -> int:
 
 def decode_tuple(values: tuple[float, ...]) -> Vector | None:
     return np.asarray(values, dtype=np.float32) if values else None
+
+
+class SqliteStaging(Staging):
+    """A migrated index built in ``<index>.migrating`` and swapped in by :meth:`publish`.
+
+    Each :meth:`write` is one transaction, so a kill leaves whole batches only.
+    """
+
+    def __init__(self, live: Store, path: Path, fingerprint: Mapping[str, Any]) -> None:
+        self.live = live
+        self.path = path
+        self.fingerprint = dict(fingerprint)
+        self.store = Store(
+            path,
+            live.driver,
+            tokenizer=live.tokenizer,
+            busy_timeout_ms=live.busy_timeout_ms,
+            name=live.name,
+        )
+
+    def write(self, chunks: Sequence[Chunk]) -> None:
+        import_chunks(self.store, chunks, fingerprint=self.fingerprint)
+
+    def count(self) -> int:
+        return int(self.store.writer.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+
+    def publish(self) -> None:
+        conn = self.store.writer
+        meta = json.loads(json.dumps({**self.fingerprint, "ftsTokenizer": self.store.tokenizer}))
+        with transaction(conn):
+            write_meta(conn, meta)
+        self.store.close()
+        with self.live.write_lock:
+            self.live.replace_with(self.path)
+
+    def discard(self) -> None:
+        self.store.close()
+        remove_db(self.path)

@@ -7,7 +7,7 @@ configuration, falling back through a chain when one fails.
 
 from __future__ import annotations
 
-from ._backend import Backend, BackendContext, BackendSpec
+from ._backend import Backend, BackendContext, BackendSpec, Staging
 from ._config import Config, load_config
 from ._embedding import (
     Embedder,
@@ -99,6 +99,7 @@ __all__ = [
     "Secret",
     "Snapshot",
     "Source",
+    "Staging",
     "StoreResult",
     "SyncReport",
     "Unsupported",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,7 +82,12 @@ class Backend(ABC):
         """Release files, connections and child processes. Idempotent."""
 
     def export_chunks(self) -> Iterator[Chunk]:
-        """Every indexed chunk with its embedding (for migration)."""
+        """Every indexed chunk with its embedding (for migration), streamed.
+
+        The order must be stable (the same on every call while the index is unchanged):
+        a resumed migration skips the chunks it already copied by position. Sorting by
+        chunk id is the simple way.
+        """
         raise Unsupported(f"backend {self.name!r} cannot export chunks", backend=self.name)
 
     def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
@@ -97,6 +102,51 @@ class Backend(ABC):
         :class:`Unsupported`, and the router's per-backend state folder is removed anyway.
         """
         raise Unsupported(f"backend {self.name!r} cannot reset itself", backend=self.name)
+
+    def index_fingerprint(self) -> Mapping[str, Any] | None:
+        """The fingerprint stored with the live index (see ``Snapshot.fingerprint``).
+
+        ``None`` when the index is not built or does not record one; a migration from it
+        then re-embeds instead of reusing vectors.
+        """
+        return None
+
+    def stage(self, *, fingerprint: Mapping[str, Any], resume: bool) -> Staging:
+        """A copy of this index built beside the live one, for ``migrate``.
+
+        The live index keeps answering until :meth:`Staging.publish`. ``resume = False``
+        starts an empty copy (discarding one an earlier migration left); ``resume = True``
+        reopens that copy, or raises :class:`NotFound` when there is none. ``fingerprint``
+        is what the published index must record. Backends that build their own index from
+        the Markdown (QMD) keep the default: the migration then re-indexes with
+        :meth:`sync`.
+        """
+        raise Unsupported(f"backend {self.name!r} cannot stage an import", backend=self.name)
+
+
+class Staging(ABC):
+    """An index being built beside a live one (returned by :meth:`Backend.stage`).
+
+    It survives the process: a migration killed at any moment reopens it with
+    ``stage(resume=True)``. Writes must be idempotent by chunk id, because a resumed
+    migration may write again the last batch it wrote before the kill.
+    """
+
+    @abstractmethod
+    def write(self, chunks: Sequence[Chunk]) -> None:
+        """Add ``chunks`` (with embeddings), replacing any with the same id; durable on return."""
+
+    @abstractmethod
+    def count(self) -> int:
+        """How many chunks the copy holds."""
+
+    @abstractmethod
+    def publish(self) -> None:
+        """Make the copy the live index in one step; the old index is dropped."""
+
+    @abstractmethod
+    def discard(self) -> None:
+        """Delete the copy. Idempotent."""
 
 
 BackendFactory = Callable[[BackendContext], Backend]

@@ -6,14 +6,14 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pluggy
 
-from . import _entries, _files, _journal, _plugins, _ranking
+from . import _entries, _files, _journal, _migrate, _plugins, _ranking
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
 from ._breaker import CircuitBreaker
 from ._calls import call_with_deadline, fail_closed, positive_int, unit_float
@@ -31,6 +31,7 @@ from ._exceptions import (
 from ._explain import check_mode, check_workspace, with_below_min_score
 from ._health import HealthFile, seen_breakers
 from ._indexlock import INDEX_WAIT_S, index_lock, unusable_folder
+from ._migrate import MigrationReport
 from ._providers import ProviderChoice, ProviderContext, choose_provider, fallback_factory
 from ._status import embedding_status, source_counts
 from ._types import (
@@ -460,6 +461,42 @@ class Router:
             citations=self.config.citations,
             timings=timings,
             notes=notes,
+        )
+
+    # -- migration ----------------------------------------------------------------------
+
+    def migrate(
+        self,
+        target: str,
+        *,
+        source: str | None = None,
+        source_path: str | os.PathLike[str] | None = None,
+        resume: bool = False,
+        verify: int | None = None,
+        queries: Sequence[str] = (),
+        copy: bool = True,
+        batch_size: int = 1000,
+        progress: Progress = no_progress,
+    ) -> MigrationReport:
+        """Copy the index of backend ``source`` (or the index file ``source_path``) into
+        backend ``target``, reusing vectors when the fingerprints match; built beside the
+        live index and switched over when complete. ``resume`` continues a killed run;
+        ``verify`` runs that many corpus queries (plus ``queries``) on both sides;
+        ``copy = False`` only verifies. See :mod:`memory_router._migrate`.
+        """
+        self._check_open()
+        path = os.fspath(source_path) if source_path is not None else None
+        return _migrate.migrate(
+            self,
+            target,
+            source=source,
+            source_path=path,
+            resume=resume,
+            batch_size=batch_size,
+            verify=verify,
+            queries=queries,
+            copy=copy,
+            progress=progress,
         )
 
     # -- files and entries ------------------------------------------------------------

@@ -114,7 +114,8 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], bool]] = {
     "a directory in its place": (_directory, True),
     "a damaged page in the middle": (_overwrite(lambda size: size // 2, 8192), True),
     "dropped chunk rows": (_sql("DELETE FROM chunks WHERE rowid % 2 = 0"), True),
-    "dropped file rows": (_sql("DELETE FROM files"), True),
+    # Chunks without file rows are what a migration leaves: the next sync adopts them.
+    "dropped file rows": (_sql("DELETE FROM files"), False),
     "missing FTS table": (_sql("DROP TABLE chunks_fts"), True),
     "emptied FTS table": (_sql("DELETE FROM chunks_fts"), True),
     "vector table of the wrong dimension": (_wrong_dimension, True),

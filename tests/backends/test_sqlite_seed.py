@@ -14,6 +14,7 @@ import sqlite_vec
 
 from memory_router import Router, SearchRequest, testing
 from memory_router.testing import HashingEmbedder
+from migrate_support import OPENCLAW_SCHEMA
 
 TEXTS = [
     ("memory/2026-02-01.md", "Renewed the passport at the consulate downtown."),
@@ -21,22 +22,13 @@ TEXTS = [
     ("MEMORY.md", "Favourite editor is Helix with a dark theme."),
 ]
 
-SEED_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE files (path TEXT PRIMARY KEY, source TEXT NOT NULL DEFAULT 'memory',
-  hash TEXT NOT NULL, mtime INTEGER NOT NULL, size INTEGER NOT NULL);
-CREATE TABLE chunks (id TEXT PRIMARY KEY, path TEXT NOT NULL,
-  source TEXT NOT NULL DEFAULT 'memory', start_line INTEGER NOT NULL,
-  end_line INTEGER NOT NULL, hash TEXT NOT NULL, model TEXT NOT NULL, text TEXT NOT NULL,
-  embedding TEXT NOT NULL, updated_at INTEGER NOT NULL);
-CREATE INDEX idx_chunks_path ON chunks(path);
-CREATE INDEX idx_chunks_source ON chunks(source);
-CREATE TABLE embedding_cache (provider TEXT NOT NULL, model TEXT NOT NULL,
-  provider_key TEXT NOT NULL, hash TEXT NOT NULL, embedding TEXT NOT NULL, dims INTEGER,
-  updated_at INTEGER NOT NULL, PRIMARY KEY (provider, model, provider_key, hash));
+SEED_SCHEMA = (
+    OPENCLAW_SCHEMA
+    + """
 CREATE VIRTUAL TABLE chunks_fts USING fts5(text, id UNINDEXED, path UNINDEXED,
   source UNINDEXED, model UNINDEXED, start_line UNINDEXED, end_line UNINDEXED);
 """
+)
 
 
 def sha(text: str) -> str:

@@ -165,9 +165,7 @@ def _stale_and_fresh(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("enabled", [True, False])
-def test_important_recent_entry_outranks_a_stale_trivial_one(
-    tmp_path: Path, enabled: bool
-) -> None:
+def test_important_recent_entry_outranks_a_stale_trivial_one(tmp_path: Path, enabled: bool) -> None:
     _stale_and_fresh(tmp_path)
     with make(tmp_path, embedding="hash", entries={"ranking": {"enabled": enabled}}) as router:
         recalled = router.recall("staging database password")

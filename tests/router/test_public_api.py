@@ -44,6 +44,7 @@ EXPECTED = [
     "Secret",
     "Snapshot",
     "Source",
+    "Staging",
     "StoreResult",
     "SyncReport",
     "Unsupported",

@@ -16,6 +16,7 @@ from ._entries import entries, forget, recall, store
 from ._info import plugins, status
 from ._memory import get, index, search
 from ._ops import agents, doctor, reset
+from ._migrate import config, migrate
 
 __all__ = ["CliState", "CommandError", "build_cli", "report_error"]
 
@@ -32,6 +33,8 @@ BUILTIN_COMMANDS: tuple[click.Command, ...] = (
     doctor,
     reset,
     agents,
+    migrate,
+    config,
 )
 
 

@@ -56,9 +56,7 @@ def store(
 
 @click.command()
 @click.argument("query")
-@click.option(
-    "--category", type=click.Choice(CATEGORIES), help="Only entries of this category."
-)
+@click.option("--category", type=click.Choice(CATEGORIES), help="Only entries of this category.")
 @click.option(
     "--limit", type=click.IntRange(1), default=5, show_default=True, help="At most this many."
 )

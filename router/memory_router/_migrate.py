@@ -1,0 +1,414 @@
+"""``Router.migrate``: copy an index from one backend (or an index file) into another.
+
+Three ways, chosen by comparing the source's stored fingerprint with what the target
+needs (the router's :meth:`~memory_router.Router.fingerprint`):
+
+* ``reuse`` — everything matches: chunks are copied with their vectors and the embedding
+  provider is never called;
+* ``re-embed`` — only the embedding space differs: the source's chunks are embedded again
+  through the shared embedding cache (cached texts cost nothing);
+* ``rebuild`` — chunking, sources or scope differ (or the target keeps vectors of its own,
+  as QMD does): the target re-indexes the Markdown with ``sync``.
+
+Before ``re-embed`` and ``rebuild``, a source whose provider, model and size match ours
+hands its vectors to the embedding cache, so nothing it already had is embedded again.
+Copies stream in batches into a :class:`~memory_router.Staging` beside the live index,
+with a :mod:`checkpoint <memory_router._checkpoint>` after each batch, and go live in one
+step at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from ._backend import Backend, Staging
+from ._checkpoint import (
+    Checkpoint,
+    checkpoint_path,
+    clear_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
+from ._chunking import chunk_id
+from ._embedding import Embedder, normalize
+from ._exceptions import InvalidInput, MemoryRouterError, NotFound, Unsupported
+from ._indexfile import IndexFile
+from ._types import Chunk, Progress, _ToDict, no_progress
+from ._verify import VerifyReport, verify_backends
+
+if TYPE_CHECKING:
+    from ._router import Router
+
+Mode = Literal["reuse", "re-embed", "rebuild", "none"]
+BATCH = 1000
+EMBEDDING_KEYS = ("provider", "model", "providerKey", "vectorDims")
+SHAPE_KEYS = ("chunkTokens", "chunkOverlap", "chunker", "sources", "scopeHash")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigrationReport(_ToDict):
+    """What :meth:`Router.migrate` did.
+
+    ``mode`` is ``reuse``, ``re-embed``, ``rebuild`` (or ``none`` when only verifying)
+    and ``reason`` says why (why vectors
+    could not be reused, when they were not). ``written`` counts chunks written by this
+    run, ``skipped`` those a resumed run found already written; ``embedded`` counts texts
+    sent to the embedding provider (0 when vectors were reused), ``cache_hits`` texts the
+    shared cache answered, and ``seeded`` vectors handed from the source to that cache.
+    """
+
+    source: str
+    target: str
+    mode: Mode
+    reason: str
+    chunks: int
+    written: int = 0
+    skipped: int = 0
+    embedded: int = 0
+    cache_hits: int = 0
+    seeded: int = 0
+    resumed: bool = False
+    duration_ms: float = 0.0
+    verify: VerifyReport | None = None
+    notes: tuple[str, ...] = ()
+
+
+class Source(Protocol):
+    """What a migration reads from: a backend, or an :class:`IndexFile`."""
+
+    name: str
+
+    def index_fingerprint(self) -> Mapping[str, Any] | None: ...
+
+    def export_chunks(self) -> Iterator[Chunk]: ...
+
+
+def choose_mode(stored: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> tuple[Mode, str]:
+    """How to migrate an index with fingerprint ``stored`` into one that needs ``wanted``."""
+    if stored is None:
+        return "rebuild", "the source records no index fingerprint"
+    shape = [k for k in SHAPE_KEYS if stored.get(k) != wanted.get(k)]
+    if shape:
+        return "rebuild", f"the chunks differ ({', '.join(shape)} changed)"
+    space = [k for k in EMBEDDING_KEYS if stored.get(k) != wanted.get(k)]
+    if space:
+        was = f"{stored.get('provider')}/{stored.get('model')}"
+        now = f"{wanted.get('provider')}/{wanted.get('model')}"
+        return "re-embed", f"the embedding space differs ({', '.join(space)}: {was} -> {now})"
+    return "reuse", "fingerprints match: vectors copied"
+
+
+def same_space(stored: Mapping[str, Any] | None, embedder: Embedder | None) -> bool:
+    """Whether the source's vectors are ours: same provider, model (and size when known)."""
+    if stored is None or embedder is None:
+        return False
+    dims = stored.get("vectorDims")
+    return (
+        stored.get("provider") == embedder.provider_id
+        and stored.get("model") == embedder.model
+        and (dims is None or embedder.dims is None or dims == embedder.dims)
+    )
+
+
+def open_source(router: Router, name: str | None, path: str | None) -> tuple[Source, bool]:
+    """The source and whether it is a file to close afterwards."""
+    if (name is None) == (path is None):
+        raise InvalidInput("give a source backend or an index file path, not both or neither")
+    if path is not None:
+        return IndexFile(path), True
+    assert name is not None
+    spec = router.backend_specs.get(name)
+    factory = spec.factory if spec else None
+    if (
+        isinstance(factory, type)
+        and getattr(factory, "export_chunks", None) is Backend.export_chunks
+    ):
+        raise _refuse(name)  # known before starting it (QMD would start a child)
+    backend = router.backend(name)
+    try:
+        backend.export_chunks()  # the default raises at once; real ones are generators
+    except Unsupported:
+        raise _refuse(name) from None
+    return backend, False
+
+
+def _refuse(name: str) -> Unsupported:
+    return Unsupported(
+        f"backend {name!r} cannot be migrated from: its index is its own (no chunks with"
+        " vectors to export)",
+        backend=name,
+        hint="migrate from the Markdown instead: memory-router index --backend TARGET"
+        " builds the target from the workspace files",
+    )
+
+
+def migrate(
+    router: Router,
+    target: str,
+    *,
+    source: str | None = None,
+    source_path: str | None = None,
+    resume: bool = False,
+    batch_size: int = BATCH,
+    verify: int | None = None,
+    queries: Sequence[str] = (),
+    copy: bool = True,
+    progress: Progress = no_progress,
+) -> MigrationReport:
+    """See :meth:`memory_router.Router.migrate`."""
+    if source == target:
+        raise InvalidInput(f"source and target are the same backend ({target!r})", key="to")
+    started = time.perf_counter()
+    src, is_file = open_source(router, source, source_path)
+    try:
+        if copy:
+            report = _run(router, src, target, resume, max(1, batch_size), progress)
+        else:
+            report = MigrationReport(
+                source=src.name, target=target, mode="none", reason="verify only", chunks=0
+            )
+        if verify is not None:
+            checked = verify_backends(
+                router, src, router.backend(target), count=verify, queries=queries
+            )
+            report = dataclasses.replace(report, verify=checked)
+    finally:
+        if is_file:
+            assert isinstance(src, IndexFile)
+            src.close()
+    return dataclasses.replace(report, duration_ms=(time.perf_counter() - started) * 1000)
+
+
+def _run(
+    router: Router, src: Source, target: str, resume: bool, batch: int, progress: Progress
+) -> MigrationReport:
+    backend = router.backend(target)
+    wanted = dict(router.fingerprint())
+    stored = src.index_fingerprint()
+    mode, reason = choose_mode(stored, wanted)
+    embedder = router.embedder
+    before = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
+    seeded = 0
+    if mode != "reuse" and same_space(stored, embedder):
+        assert embedder is not None
+        seeded = seed_cache(embedder, src, batch, progress)
+    base = MigrationReport(
+        source=src.name, target=target, mode=mode, reason=reason, chunks=0, seeded=seeded
+    )
+    staging: Staging | None = None
+    if mode != "rebuild":
+        try:
+            staging = _stage(backend, wanted, resume, target, router)
+        except Unsupported:
+            mode = "rebuild"
+            reason = f"{reason}; backend {target!r} builds its own index from the Markdown"
+            base = dataclasses.replace(base, mode=mode, reason=reason)
+    if mode == "rebuild":
+        report = _rebuild(router, target, base, progress)
+    else:
+        copier = Copier(router, src, backend, staging, mode, wanted, batch, progress)
+        report = copier.run(base, resume)
+    after = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
+    return dataclasses.replace(
+        report, embedded=after[0] - before[0], cache_hits=after[1] - before[1]
+    )
+
+
+def _stage(
+    backend: Backend, wanted: dict[str, Any], resume: bool, target: str, router: Router
+) -> Staging | None:
+    """The target's staging area; ``None`` when a resumed run finds it published already."""
+    path = checkpoint_path(router.config.agent_state_path, target)
+    saved = load_checkpoint(path)
+    if not resume:
+        return backend.stage(fingerprint=wanted, resume=False)
+    if saved is None:
+        raise NotFound(
+            f"no interrupted migration into {target!r} to resume",
+            key="resume",
+            hint="run the migration without --resume",
+        )
+    try:
+        return backend.stage(fingerprint=wanted, resume=True)
+    except NotFound:
+        if saved.phase == "publishing":
+            return None  # killed after the switch, before the checkpoint was removed
+        raise
+
+
+def _rebuild(
+    router: Router, target: str, base: MigrationReport, progress: Progress
+) -> MigrationReport:
+    clear_checkpoint(checkpoint_path(router.config.agent_state_path, target))
+    reports = router.sync(force=True, backends=[target], progress=progress)
+    errors = [e for r in reports for e in r.errors]
+    if errors:
+        raise MemoryRouterError(
+            f"re-indexing {target!r} from the Markdown failed: {errors[0]}",
+            hint="fix the cause and run the migration again (the embedding cache keeps"
+            " what was embedded)",
+        )
+    return dataclasses.replace(base, chunks=reports[0].chunks, written=reports[0].chunks)
+
+
+def seed_cache(embedder: Embedder, src: Source, batch: int, progress: Progress) -> int:
+    """Put the source's vectors into the shared embedding cache; returns how many."""
+    cache = embedder.cache
+    if cache is None:
+        return 0
+    key = (embedder.provider_id, embedder.model, embedder.provider_key)
+    seeded = 0
+    pending: dict[str, Any] = {}
+    for text_hash, vector in _vectors(src, embedder):
+        pending[text_hash] = normalize(vector)
+        if len(pending) >= batch:
+            cache.put_many(*key, pending)
+            seeded += len(pending)
+            pending = {}
+            progress(done=seeded, total=seeded, label="seeding the embedding cache")
+    if pending:
+        cache.put_many(*key, pending)
+        seeded += len(pending)
+    return seeded
+
+
+def _vectors(src: Source, embedder: Embedder) -> Iterator[tuple[str, Sequence[float]]]:
+    for chunk in src.export_chunks():
+        if chunk.embedding:
+            yield chunk.hash, chunk.embedding
+    if isinstance(src, IndexFile):
+        yield from src.cached_vectors(embedder.provider_id, embedder.model)
+
+
+class Copier:
+    """Streams the source into a staging area batch by batch, checkpointing each batch."""
+
+    def __init__(
+        self,
+        router: Router,
+        src: Source,
+        backend: Backend,
+        staging: Staging | None,
+        mode: Mode,
+        wanted: dict[str, Any],
+        batch: int,
+        progress: Progress,
+    ) -> None:
+        self.router = router
+        self.src = src
+        self.backend = backend
+        self.staging = staging
+        self.mode = mode
+        self.wanted = wanted
+        self.batch = batch
+        self.progress = progress
+        self.path = checkpoint_path(router.config.agent_state_path, backend.name)
+
+    def run(self, base: MigrationReport, resume: bool) -> MigrationReport:
+        state = self._start(resume)
+        skipped = state.done
+        if self.staging is not None:
+            if state.phase == "copying":
+                state = self._copy(state)
+            save_checkpoint(self.path, dataclasses.replace(state, phase="publishing"))
+            self.staging.publish()
+        clear_checkpoint(self.path)
+        chunks = self.backend.status().chunks
+        return dataclasses.replace(
+            base, chunks=chunks, written=state.done - skipped, skipped=skipped, resumed=resume
+        )
+
+    def _start(self, resume: bool) -> Checkpoint:
+        fresh = Checkpoint(
+            source=self.src.name,
+            target=self.backend.name,
+            mode=self.mode,
+            fingerprint=self.wanted,
+            total=_count(self.src),
+        )
+        saved = load_checkpoint(self.path)
+        if not resume or saved is None:
+            save_checkpoint(self.path, fresh)
+            return fresh
+        same = (saved.source, saved.mode, saved.fingerprint) == (
+            fresh.source,
+            fresh.mode,
+            fresh.fingerprint,
+        )
+        if not same:
+            raise InvalidInput(
+                f"the interrupted migration into {self.backend.name!r} came from"
+                f" {saved.source} ({saved.mode}); this one differs",
+                key="resume",
+                hint="run without --resume to start clean",
+            )
+        return saved
+
+    def _copy(self, state: Checkpoint) -> Checkpoint:
+        assert self.staging is not None
+        stream = self.src.export_chunks()
+        _skip(stream, state)
+        self.progress(done=state.done, total=state.total, label="migrating")
+        for batch in _batches(stream, self.batch):
+            self.staging.write(self._convert(batch))
+            state = state.advance(len(batch), batch[-1].id)
+            save_checkpoint(self.path, state)
+            self.progress(done=state.done, total=max(state.total, state.done), label="migrating")
+        return state
+
+    def _convert(self, batch: list[Chunk]) -> list[Chunk]:
+        if self.mode == "reuse":
+            return batch
+        embedder = self.router.embedder
+        model = embedder.model if embedder else "fts-only"
+        vectors: list[Any] = (
+            list(embedder.embed_documents([c.text for c in batch]))
+            if embedder
+            else [None] * len(batch)
+        )
+        return [
+            dataclasses.replace(
+                c,
+                id=chunk_id(c.source, c.path, c.start_line, c.end_line, c.hash, model),
+                model=model,
+                embedding=tuple(v.tolist()) if v is not None else None,
+            )
+            for c, v in zip(batch, vectors, strict=True)
+        ]
+
+
+def _count(src: Source) -> int:
+    if isinstance(src, IndexFile):
+        return src.count()
+    assert isinstance(src, Backend)
+    return src.status().chunks
+
+
+def _skip(stream: Iterator[Chunk], state: Checkpoint) -> None:
+    """Advance past the chunks a resumed migration already wrote, checking the last one."""
+    last: Chunk | None = None
+    for _ in range(state.done):
+        last = next(stream, None)
+        if last is None:
+            break
+    if state.done and (last is None or last.id != state.last_id):
+        raise InvalidInput(
+            "the source changed since the interrupted migration started",
+            key="resume",
+            hint="run without --resume to start clean",
+        )
+
+
+def _batches(stream: Iterator[Chunk], size: int) -> Iterator[list[Chunk]]:
+    batch: list[Chunk] = []
+    for chunk in stream:
+        batch.append(chunk)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

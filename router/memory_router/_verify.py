@@ -1,0 +1,178 @@
+"""``migrate --verify``: do source and target still find the same things?
+
+Count and schema checks prove nothing about retrieval (a migrated index once answered
+recall@1 = 0 with every structural check green), so the same queries run on both sides:
+queries drawn from the corpus itself (a chunk's opening words) plus any given. Hits are
+compared by location (path and line range), not chunk id, since a re-embedded index
+has new ids.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ._backend import Backend, BackendContext
+from ._exceptions import Unsupported
+from ._settings import parse_settings
+from ._types import Chunk, Hit, SearchRequest, _ToDict
+
+if TYPE_CHECKING:
+    from ._router import Router
+
+TOP_K = 10
+WORST = 5
+QUERY_WORDS = 12
+_MARKUP = re.compile(r"[#>*_`|\[\]()-]+")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryDiff(_ToDict):
+    """One query's agreement: top-k ``overlap`` in [0, 1] and each side's first hit."""
+
+    query: str
+    overlap: float
+    source_top: str | None
+    target_top: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerifyReport(_ToDict):
+    """How far the target agrees with the source on the same queries.
+
+    ``overlap`` is the mean share of the top ``k`` hits both return (1.0 = identical);
+    ``top_hit_share`` the share of queries whose first hit is the same; ``worst`` the
+    queries that differ most, worst first.
+    """
+
+    queries: int
+    k: int
+    overlap: float
+    top_hit_share: float
+    source_chunks: int
+    target_chunks: int
+    worst: tuple[QueryDiff, ...] = ()
+
+
+class Exporter(Protocol):
+    name: str
+
+    def export_chunks(self) -> Iterator[Chunk]: ...
+
+
+def query_of(text: str) -> str | None:
+    """A query made of a chunk's opening words, or ``None`` when it has too few."""
+    words = _MARKUP.sub(" ", text).split()
+    return " ".join(words[:QUERY_WORDS]) if len(words) >= 3 else None
+
+
+def sample_queries(chunks: Iterable[Chunk], count: int, *, seed: int = 0) -> list[str]:
+    """``count`` queries from chunks picked uniformly at random (reservoir sampling)."""
+    rng = random.Random(seed)
+    picked: list[str] = []
+    seen = 0
+    for chunk in chunks:
+        query = query_of(chunk.text)
+        if query is None:
+            continue
+        seen += 1
+        if len(picked) < count:
+            picked.append(query)
+        else:
+            slot = rng.randrange(seen)
+            if slot < count:
+                picked[slot] = query
+    return picked
+
+
+def top_hits(backend: Backend, query: str, k: int = TOP_K) -> list[str]:
+    """The backend's top ``k`` locations, ties broken by location so both sides agree."""
+    request = SearchRequest(query=query, max_results=k, min_score=0.0, candidates=2 * k)
+    hits = sorted(backend.search(request).hits, key=lambda h: (-round(h.score, 6), _where(h)))
+    return [_where(h) for h in hits[:k]]
+
+
+def _where(hit: Hit) -> str:
+    return f"{hit.path}#L{hit.start_line}-L{hit.end_line}"
+
+
+def compare(query: str, source: list[str], target: list[str]) -> QueryDiff:
+    both = len(set(source) & set(target))
+    size = max(len(source), len(target))
+    return QueryDiff(
+        query=query,
+        overlap=both / size if size else 1.0,
+        source_top=source[0] if source else None,
+        target_top=target[0] if target else None,
+    )
+
+
+def verify_backends(
+    router: Router,
+    source: Any,
+    target: Backend,
+    *,
+    count: int,
+    queries: Sequence[str] = (),
+    k: int = TOP_K,
+) -> VerifyReport:
+    """Run ``count`` corpus queries plus ``queries`` on both sides and compare the top ``k``."""
+    asked = [q for q in queries if q.strip()] + sample_queries(source.export_chunks(), count)
+    with searcher(router, source) as left:
+        diffs = [compare(q, top_hits(left, q, k), top_hits(target, q, k)) for q in asked]
+        source_chunks = left.status().chunks
+    total = len(diffs)
+    ranked = sorted(diffs, key=lambda d: (d.overlap, d.source_top == d.target_top))
+    return VerifyReport(
+        queries=total,
+        k=k,
+        overlap=sum(d.overlap for d in diffs) / total if total else 1.0,
+        top_hit_share=sum(d.source_top == d.target_top for d in diffs) / total if total else 1.0,
+        source_chunks=source_chunks,
+        target_chunks=target.status().chunks,
+        worst=tuple(d for d in ranked[:WORST] if d.overlap < 1.0 or d.source_top != d.target_top),
+    )
+
+
+@contextlib.contextmanager
+def searcher(router: Router, source: Any) -> Iterator[Backend]:
+    """``source`` itself when it is a backend; for an index file, a SQLite backend on a copy."""
+    if isinstance(source, Backend):
+        yield source
+        return
+    spec = router.backend_specs.get("sqlite")
+    if spec is None or spec.settings is None:
+        raise Unsupported(
+            "verifying against an index file needs the sqlite backend", backend="sqlite"
+        )
+    with tempfile.TemporaryDirectory(prefix="memory-router-verify-") as folder:
+        copy = Path(folder) / "source.sqlite"
+        _copy_index(Path(source.path), copy)
+        settings: Any = parse_settings(
+            spec.settings, {"path": str(copy)}, path="<migrate --from-path>", table="backends"
+        )
+        context = BackendContext(
+            name="source",
+            config=router.config,
+            settings=settings,
+            state_dir=Path(folder),
+            embedder=router.embedder,
+        )
+        backend = spec.factory(context)
+        try:
+            yield backend
+        finally:
+            backend.close()
+
+
+def _copy_index(source: Path, target: Path) -> None:
+    for suffix in ("", "-wal"):
+        if Path(f"{source}{suffix}").exists():
+            shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")

@@ -1,0 +1,170 @@
+"""``migrate`` (copy an index between backends, verified) and ``config from-openclaw``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from memory_router._migrate import MigrationReport
+from memory_router._openclaw import convert, read_openclaw, to_toml
+from memory_router._verify import VerifyReport
+
+from ._app import EXIT_ERROR, CommandError, echo_json, state
+from ._memory import progress_bar
+
+DEFAULT_QUERIES = 20
+
+
+@click.command()
+@click.option("--from", "source", metavar="NAME", help="Source backend (a configured name).")
+@click.option(
+    "--from-path",
+    "source_path",
+    metavar="PATH",
+    help="Source index file instead: ours or OpenClaw's memory/<agent>.sqlite.",
+)
+@click.option("--to", "target", metavar="NAME", help="Target backend (default: the chain's first).")
+@click.option("--resume", is_flag=True, help="Continue a killed migration from its checkpoint.")
+@click.option(
+    "--verify",
+    type=click.IntRange(min=0),
+    is_flag=False,
+    flag_value=DEFAULT_QUERIES,
+    default=None,
+    metavar="[N]",
+    help=f"Then run N corpus queries on both sides and compare (N = {DEFAULT_QUERIES}).",
+)
+@click.option(
+    "--queries",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="FILE",
+    help="More verify queries, one per line.",
+)
+@click.option(
+    "--min-overlap",
+    type=click.FloatRange(0.0, 1.0),
+    metavar="X",
+    help="Exit with status 1 when the verify top-10 overlap is below X.",
+)
+@click.option("--verify-only", is_flag=True, help="Compare source and target, copy nothing.")
+@click.option(
+    "--batch-size", type=click.IntRange(min=1), default=1000, help="Chunks per batch (1000)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def migrate(
+    ctx: click.Context,
+    source: str | None,
+    source_path: str | None,
+    target: str | None,
+    resume: bool,
+    verify: int | None,
+    queries: str | None,
+    min_overlap: float | None,
+    verify_only: bool,
+    batch_size: int,
+    as_json: bool,
+) -> None:
+    """Copy the index of one backend (or an index file) into another.
+
+    Vectors are reused when the index fingerprints match, and re-embedded through the
+    embedding cache when they do not. The target is built beside its live index and
+    switched over when complete.
+    """
+    if (source is None) == (source_path is None):
+        raise click.UsageError("give exactly one of --from NAME and --from-path PATH")
+    asked = _read_queries(queries)
+    if verify is None and (asked or min_overlap is not None or verify_only):
+        verify = DEFAULT_QUERIES
+    router = state(ctx).router()
+    with progress_bar(enabled=not as_json) as progress:
+        report = router.migrate(
+            target or router.config.router.chain[0],
+            source=source,
+            source_path=source_path,
+            resume=resume,
+            verify=verify,
+            queries=asked,
+            copy=not verify_only,
+            batch_size=batch_size,
+            progress=progress,
+        )
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        _print_report(report)
+    checked = report.verify
+    if checked is not None and min_overlap is not None and checked.overlap < min_overlap:
+        click.echo(
+            f"Error: verification failed: top-{checked.k} overlap {checked.overlap:.3f}"
+            f" is below --min-overlap {min_overlap}",
+            err=True,
+        )
+        ctx.exit(EXIT_ERROR)
+
+
+def _read_queries(path: str | None) -> list[str]:
+    if path is None:
+        return []
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise CommandError(f"cannot read {path}: {error}") from None
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _print_report(report: MigrationReport) -> None:
+    if report.mode != "none":
+        click.echo(f"{report.source} -> {report.target}: {report.mode} ({report.reason})")
+        line = f"  {report.chunks} chunks · {report.written} written"
+        if report.resumed:
+            line += f" · {report.skipped} already written before the interruption"
+        line += f" · {report.embedded} embedded, {report.cache_hits} from cache"
+        if report.seeded:
+            line += f" · {report.seeded} vectors handed to the embedding cache"
+        click.echo(line + f" · {report.duration_ms / 1000:.1f} s")
+    if report.verify is not None:
+        _print_verify(report.verify)
+
+
+def _print_verify(checked: VerifyReport) -> None:
+    click.echo(
+        f"verify: {checked.queries} queries · top-{checked.k} overlap {checked.overlap:.3f}"
+        f" · same top hit {checked.top_hit_share:.0%}"
+        f" · {checked.source_chunks} -> {checked.target_chunks} chunks"
+    )
+    for diff in checked.worst:
+        click.echo(
+            f"  {diff.overlap:.2f} {diff.query!r}: {diff.source_top or '-'}"
+            f" vs {diff.target_top or '-'}"
+        )
+
+
+@click.group()
+def config() -> None:
+    """Work with configuration files."""
+
+
+@config.command("from-openclaw")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option(
+    "--agent-id",
+    "agent",
+    metavar="ID",
+    help="Merge agents.list[ID].memorySearch over the defaults.",
+)
+@click.option("-o", "--output", metavar="FILE", help="Write the TOML here instead of stdout.")
+def from_openclaw(path: str, agent: str | None, output: str | None) -> None:
+    """Turn PATH (an openclaw.json) into this project's TOML, naming what is not carried over."""
+    conversion = convert(read_openclaw(path), agent=agent)
+    text = to_toml(conversion, origin=str(Path(path).name))
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        if Path(output).exists():
+            raise CommandError(f"{output} exists", hint="choose another file or remove it first")
+        Path(output).write_text(text, encoding="utf-8")
+        click.echo(f"Wrote {output}.", err=True)
+    for key, why in conversion.dropped:
+        click.echo(f"not carried over: {key}: {why}", err=True)

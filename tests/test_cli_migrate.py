@@ -1,0 +1,101 @@
+"""``memory-router migrate`` and ``memory-router config from-openclaw`` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from memory_router import get_plugin_manager, testing
+from memory_router.cli import build_cli
+
+
+def run(args: Sequence[str]) -> Result:
+    return CliRunner().invoke(build_cli(get_plugin_manager(plugins=[testing])), list(args))
+
+
+@pytest.fixture
+def setup(write_workspace, write_config) -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
+    """A config with the hash embedder, its index built and copied to ``old.sqlite``."""
+    workspace = write_workspace()
+    config = write_config('[embedding]\nprovider = "hash"\n', workspace=workspace)
+    assert run(["--config", str(config), "index"]).exit_code == 0
+    old = config.parent / "old.sqlite"
+    shutil.copyfile(config.parent / "state" / "agents" / "main" / "memory.sqlite", old)
+    return config, old
+
+
+def test_migrate_prints_the_mode_counts_and_verify_summary(setup: tuple[Path, Path]) -> None:
+    config, old = setup
+    result = run(["--config", str(config), "migrate", "--from-path", str(old), "--verify", "5"])
+    assert result.exit_code == 0, result.output
+    assert "-> sqlite: reuse (fingerprints match: vectors copied)" in result.output
+    assert "0 embedded, 0 from cache" in result.output
+    assert "top-10 overlap 1.000 · same top hit 100%" in result.output
+    as_json = run(["--config", str(config), "migrate", "--from-path", str(old), "--json"])
+    report = json.loads(as_json.output)
+    assert (report["mode"], report["embedded"], report["verify"]) == ("reuse", 0, None)
+
+
+def test_min_overlap_sets_the_exit_code(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    config, old = setup
+    queries = tmp_path / "queries.txt"
+    queries.write_text("green tea\nLisbon conference\n\nflaky CI timezone\n")
+    args = ["--config", str(config), "migrate", "--from-path", str(old), "--queries", str(queries)]
+    assert run([*args, "--min-overlap", "1.0"]).exit_code == 0
+    with sqlite3.connect(old) as db:  # damage the source: the target no longer agrees
+        db.execute("DELETE FROM chunks WHERE path LIKE 'memory/%'")
+    db.close()
+    failed = run([*args, "--verify-only", "--min-overlap", "0.99"])
+    assert failed.exit_code == 1
+    assert "Error: verification failed: top-10 overlap" in failed.output
+    assert "is below --min-overlap 0.99" in failed.output
+
+
+def test_qmd_as_a_source_is_refused_with_the_way_forward(setup: tuple[Path, Path]) -> None:
+    config, _ = setup
+    result = run(["--config", str(config), "migrate", "--from", "qmd", "--to", "sqlite"])
+    assert result.exit_code == 1
+    assert "Error: backend 'qmd' cannot be migrated from" in result.output
+    assert "Hint: migrate from the Markdown instead" in result.output
+
+
+def test_migrate_needs_exactly_one_source(setup: tuple[Path, Path]) -> None:
+    config, old = setup
+    result = run(["--config", str(config), "migrate"])
+    assert result.exit_code == 2
+    assert "exactly one of --from NAME and --from-path PATH" in result.output
+    resume = run(["--config", str(config), "migrate", "--from-path", str(old), "--resume"])
+    assert resume.exit_code == 1
+    assert "no interrupted migration into 'sqlite' to resume" in resume.output
+
+
+def test_config_from_openclaw_writes_toml_and_names_the_keys_left(tmp_path: Path) -> None:
+    source = tmp_path / "openclaw.json"
+    source.write_text(
+        "{ agents: { defaults: { memorySearch: { provider: 'local', chunking: { tokens: 256 },"
+        " remote: { batch: { enabled: true } }, whatever: 1, } } },"
+        " memory: { backend: 'builtin' } }"
+    )
+    out = tmp_path / "memory-router.toml"
+    result = run(["config", "from-openclaw", str(source), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert 'provider = "local"' in text
+    assert "[chunking]\ntokens = 256" in text
+    assert 'chain = ["sqlite"]' in text
+    assert "not carried over: agents.defaults.memorySearch.whatever: unknown key" in result.output
+    assert "remote.batch.enabled: provider batch APIs are not supported" in result.output
+    again = run(["config", "from-openclaw", str(source), "-o", str(out)])
+    assert again.exit_code == 1
+    assert "exists" in again.output
+    broken = tmp_path / "broken.json"
+    broken.write_text("{ agents: ")
+    bad = run(["config", "from-openclaw", str(broken)])
+    assert bad.exit_code == 1
+    assert "is not valid JSON5: unexpected end of text at line 1" in bad.output
