@@ -15,8 +15,8 @@ from ._app import CliState, CommandError, RootGroup, report_error
 from ._entries import entries, forget, recall, store
 from ._info import plugins, status
 from ._memory import get, index, search
-from ._ops import agents, doctor, reset
 from ._migrate import config, migrate
+from ._ops import agents, doctor, reset
 
 __all__ = ["CliState", "CommandError", "build_cli", "report_error"]
 
