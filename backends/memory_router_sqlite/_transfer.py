@@ -132,3 +132,6 @@ class SqliteStaging(Staging):
     def discard(self) -> None:
         self.store.close()
         remove_db(self.path)
+
+    def close(self) -> None:
+        self.store.close()

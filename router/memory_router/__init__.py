@@ -7,7 +7,15 @@ configuration, falling back through a chain when one fails.
 
 from __future__ import annotations
 
+from ._agent_config import (
+    CaptureConfig,
+    CompactionConfig,
+    MemoryFlushConfig,
+    RecallConfig,
+    ServeConfig,
+)
 from ._backend import Backend, BackendContext, BackendSpec, Staging
+from ._capture import CaptureResult, RecallBlock, capture, recall_block
 from ._config import Config, load_config
 from ._embedding import (
     Embedder,
@@ -30,6 +38,7 @@ from ._exceptions import (
     PluginError,
     Unsupported,
 )
+from ._flush import NO_REPLY, FlushDecision, check_memory_flush, is_silent_reply
 from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
 from ._plugins import get_plugin_manager
 from ._providers import ProviderContext, ProviderSpec
@@ -61,6 +70,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CATEGORIES",
+    "NO_REPLY",
     "Backend",
     "BackendContext",
     "BackendError",
@@ -69,8 +79,11 @@ __all__ = [
     "BackendStatus",
     "BackendTimeout",
     "BackendUnavailable",
+    "CaptureConfig",
+    "CaptureResult",
     "Category",
     "Chunk",
+    "CompactionConfig",
     "Config",
     "ConfigError",
     "Document",
@@ -82,21 +95,26 @@ __all__ = [
     "EntryMatch",
     "Fallback",
     "FileText",
+    "FlushDecision",
     "ForgetResult",
     "Hit",
     "InvalidInput",
+    "MemoryFlushConfig",
     "MemoryRouterError",
     "NotFound",
     "PluginError",
     "Progress",
     "ProviderContext",
     "ProviderSpec",
+    "RecallBlock",
+    "RecallConfig",
     "RecallResult",
     "Router",
     "RouterStatus",
     "SearchRequest",
     "SearchResponse",
     "Secret",
+    "ServeConfig",
     "Snapshot",
     "Source",
     "Staging",
@@ -107,14 +125,18 @@ __all__ = [
     "bm25_to_score",
     "build_match_query",
     "build_or_query",
+    "capture",
+    "check_memory_flush",
     "entry_weight",
     "extract_keywords",
     "get_plugin_manager",
     "hookimpl",
+    "is_silent_reply",
     "load_config",
     "no_progress",
     "normalize",
     "parse_settings",
     "provider_key",
+    "recall_block",
     "sha256_text",
 ]

@@ -148,6 +148,9 @@ class Staging(ABC):
     def discard(self) -> None:
         """Delete the copy. Idempotent."""
 
+    def close(self) -> None:  # noqa: B027 - optional hook with a no-op default
+        """Release the copy's files or connections, keeping it for a resume. Idempotent."""
+
 
 BackendFactory = Callable[[BackendContext], Backend]
 

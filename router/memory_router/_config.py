@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ._agent_config import CaptureConfig, CompactionConfig, RecallConfig, ServeConfig
 from ._exceptions import ConfigError
 from ._settings import Secret, parse_settings, settings_to_dict, toml_name
 
@@ -259,6 +260,10 @@ class Config:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     router: RouterConfig = field(default_factory=RouterConfig)
     entries: EntriesConfig = field(default_factory=EntriesConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
+    compaction: CompactionConfig = field(default_factory=CompactionConfig)
+    recall: RecallConfig = field(default_factory=RecallConfig)
+    capture: CaptureConfig = field(default_factory=CaptureConfig)
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
     file: str | None = field(default=None, metadata={"internal": True})
 

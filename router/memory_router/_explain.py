@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ._backend import BackendSpec
 from ._config import Config
@@ -79,12 +81,16 @@ def with_below_min_score(
     return dataclasses.replace(response, below_min_score=below)
 
 
-def below_min_score_line(below: BelowMinScore) -> str:
-    """The sentence the CLI prints for an empty answer that had hits under the threshold."""
-    floor = int(below.best_score * 100) / 100
+def below_min_score_line(below: Mapping[str, Any]) -> str:
+    """The sentence the CLI prints for an empty answer that had hits under the threshold.
+
+    ``below`` is :class:`BelowMinScore` as a dict (as JSON carries it).
+    """
+    best = float(below["best_score"])
+    floor = int(best * 100) / 100
     return (
-        f"{below.count} hit(s) scored below min_score {below.min_score:g}"
-        f" (best {below.best_score:.3f}); see them with --min-score {floor:g}"
+        f"{below['count']} hit(s) scored below min_score {float(below['min_score']):g}"
+        f" (best {best:.3f}); see them with --min-score {floor:g}"
     )
 
 

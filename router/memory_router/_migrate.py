@@ -161,7 +161,11 @@ def migrate(
 ) -> MigrationReport:
     """See :meth:`memory_router.Router.migrate`."""
     if source == target:
-        raise InvalidInput(f"source and target are the same backend ({target!r})", key="to")
+        raise InvalidInput(
+            f"source and target are the same backend ({target!r})",
+            key="to",
+            hint="name the target with --to (the default is the chain's first backend)",
+        )
     started = time.perf_counter()
     src, is_file = open_source(router, source, source_path)
     try:
@@ -206,7 +210,10 @@ def _run(
         except Unsupported:
             mode = "rebuild"
             reason = f"{reason}; backend {target!r} builds its own index from the Markdown"
-            base = dataclasses.replace(base, mode=mode, reason=reason)
+            if same_space(stored, embedder):  # its sync then embeds nothing we had
+                assert embedder is not None
+                seeded = seed_cache(embedder, src, batch, progress)
+            base = dataclasses.replace(base, mode=mode, reason=reason, seeded=seeded)
     if mode == "rebuild":
         report = _rebuild(router, target, base, progress)
     else:
@@ -312,10 +319,13 @@ class Copier:
         state = self._start(resume)
         skipped = state.done
         if self.staging is not None:
-            if state.phase == "copying":
-                state = self._copy(state)
-            save_checkpoint(self.path, dataclasses.replace(state, phase="publishing"))
-            self.staging.publish()
+            try:
+                if state.phase == "copying":
+                    state = self._copy(state)
+                save_checkpoint(self.path, dataclasses.replace(state, phase="publishing"))
+                self.staging.publish()
+            finally:
+                self.staging.close()
         clear_checkpoint(self.path)
         chunks = self.backend.status().chunks
         return dataclasses.replace(

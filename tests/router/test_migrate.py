@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from memory_router import InvalidInput, NotFound, Router, SearchRequest
+from memory_router import InvalidInput, NotFound, Progress, Router, SearchRequest
 from memory_router.testing import write_workspace
 from migrate_support import (
     CountingEmbedder,
@@ -142,3 +143,42 @@ def test_bad_sources_are_clear_errors(router: Router, tmp_path: Path) -> None:
         router.migrate("sqlite", source_path=tmp_path / "notes.txt")
     with pytest.raises(InvalidInput, match="same backend"):
         router.migrate("sqlite", source="sqlite")
+
+
+class Interrupt(Exception):
+    """Raised from a progress callback: the migration stops where it is."""
+
+
+def stop_after(batches: int) -> Progress:
+    def progress(*, done: int, total: int, label: str) -> None:
+        if label == "migrating" and done >= batches * 5:
+            raise Interrupt
+
+    return progress
+
+
+def test_a_resumed_migration_refuses_a_source_that_changed_meanwhile(
+    router: Router, source: Path
+) -> None:
+    with pytest.raises(Interrupt):
+        router.migrate("sqlite", source_path=source, batch_size=5, progress=stop_after(3))
+    with sqlite3.connect(source) as db:
+        first = db.execute("SELECT id FROM chunks ORDER BY id LIMIT 1").fetchone()[0]
+        db.execute("DELETE FROM chunks WHERE id = ?", (first,))
+    db.close()
+    with pytest.raises(InvalidInput, match="the source changed since") as caught:
+        router.migrate("sqlite", source_path=source, resume=True)
+    assert caught.value.hint == "run without --resume to start clean"
+    # Starting clean discards the interrupted copy and gives the source's chunks exactly.
+    report = router.migrate("sqlite", source_path=source, batch_size=5)
+    assert (report.resumed, report.written) == (False, 39)
+    assert rows(live_path(router)) == rows(source)
+
+
+def test_an_interrupted_migration_resumes_where_it_stopped(router: Router, source: Path) -> None:
+    with pytest.raises(Interrupt):
+        router.migrate("sqlite", source_path=source, batch_size=5, progress=stop_after(4))
+    assert router.backend("sqlite").status().chunks == 0  # nothing visible before the switch
+    report = router.migrate("sqlite", source_path=source, batch_size=5, resume=True)
+    assert (report.resumed, report.skipped, report.written) == (True, 20, 20)
+    assert rows(live_path(router)) == rows(source)

@@ -11,6 +11,7 @@ import pluggy
 
 from memory_router import __version__, _plugins
 
+from ._agent import capture, context, flush
 from ._app import CliState, CommandError, RootGroup, report_error
 from ._entries import entries, forget, recall, store
 from ._info import plugins, status
@@ -33,6 +34,9 @@ BUILTIN_COMMANDS: tuple[click.Command, ...] = (
     doctor,
     reset,
     agents,
+    flush,
+    context,
+    capture,
     migrate,
     config,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import click
 from rich.console import Console
@@ -21,11 +22,13 @@ from rich.progress import (
 from rich.text import Text
 
 from memory_router import _types
+from memory_router._config import load_config
 from memory_router._explain import MEMORY_FILES, below_min_score_line, memory_file_exists
 from memory_router._indexlock import INDEX_WAIT_S
-from memory_router._types import SearchResponse, SyncReport
+from memory_router._types import SyncReport
+from memory_router.service import ServiceUnreachable, find_server
 
-from ._app import EXIT_ERROR, CommandError, echo_json, read_argument, state
+from ._app import EXIT_ERROR, CliState, CommandError, echo_json, read_argument, state
 
 
 @click.command()
@@ -135,6 +138,7 @@ class RateColumn(ProgressColumn):
 )
 @click.option("--mode", help="A backend-specific search mode (e.g. qmd's query or vsearch).")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole response as JSON.")
+@click.option("--local", is_flag=True, help="Search in this process even when a server is running.")
 @click.pass_context
 def search(
     ctx: click.Context,
@@ -143,42 +147,71 @@ def search(
     min_score: float | None,
     mode: str | None,
     as_json: bool,
+    local: bool,
 ) -> None:
-    """Search memory for QUERY: its words, quoted or not ('-' reads it from stdin)."""
-    router = state(ctx).router()
-    response = router.search(
-        read_argument(" ".join(query)),
-        max_results=max_results,
-        min_score=min_score,
-        mode=mode,
-        # OpenClaw's CLI session key: a direct chat, so citations=auto decorates hits.
-        session_key=f"agent:{router.config.agent_id}:cli:direct:memory-search",
-    )
+    """Search memory for QUERY: its words, quoted or not ('-' reads it from stdin).
+
+    When ``memory-router serve`` runs for this agent and workspace, its warm router
+    answers; otherwise (or with ``--local``) this process searches.
+    """
+    text = read_argument(" ".join(query))
+    options: dict[str, Any] = {"max_results": max_results, "min_score": min_score, "mode": mode}
+    answer = None if local else remote_search(state(ctx), text, options)
+    if answer is None:
+        router = state(ctx).router()
+        answer = router.search(
+            text,
+            **options,
+            # OpenClaw's CLI session key: a direct chat, so citations=auto decorates hits.
+            session_key=cli_session_key(router.config.agent_id),
+        ).to_dict()
     if as_json:
-        echo_json(response.to_dict())
+        echo_json(answer)
     else:
-        print_response(response)
+        print_response(answer)
 
 
-def print_response(response: SearchResponse) -> None:
+def cli_session_key(agent_id: str) -> str:
+    return f"agent:{agent_id}:cli:direct:memory-search"
+
+
+def remote_search(cli: CliState, query: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """The running server's answer, or ``None`` when no server runs or it does not answer."""
+    config = load_config(cli.config, overrides=cli.overrides())
+    client = find_server(config)
+    if client is None:
+        return None
+    try:
+        return client.search(query, **options, session_key=cli_session_key(config.agent_id))
+    except ServiceUnreachable as error:
+        click.echo(f"Note: {error.message}; searching in this process.", err=True)
+        return None
+
+
+def print_response(response: dict[str, Any]) -> None:
     """Hits as ``<score> <path>:<start>-<end>``, the snippet and a blank line; then who answered."""
-    if not response.results:
+    if not response["results"]:
         click.echo("No matches.")
-        if response.below_min_score is not None:
-            click.echo(below_min_score_line(response.below_min_score))
-    for hit in response.results:
-        click.echo(f"{hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}")
-        click.echo(hit.snippet.rstrip("\n"))
+        if response.get("below_min_score"):
+            click.echo(below_min_score_line(response["below_min_score"]))
+    for hit in response["results"]:
+        click.echo(f"{hit['score']:.3f} {hit['path']}:{hit['start_line']}-{hit['end_line']}")
+        click.echo(hit["snippet"].rstrip("\n"))
         click.echo()
     provider = (
-        f"{response.provider} {response.model}".strip() if response.provider else "keyword only"
+        f"{response['provider']} {response['model'] or ''}".strip()
+        if response["provider"]
+        else "keyword only"
     )
-    click.echo(f"Answered by {response.backend} (mode {response.mode}, embeddings: {provider}).")
-    if response.fallback is not None:
-        click.echo(f"Fallback: {response.fallback.from_} failed: {response.fallback.reason}")
-    if response.provider_fallback is not None:
-        event = response.provider_fallback
-        click.echo(f"Embedding fallback: {event.from_} failed: {event.reason}")
+    click.echo(
+        f"Answered by {response['backend']} (mode {response['mode']}, embeddings: {provider})."
+    )
+    if response["fallback"] is not None:
+        event = response["fallback"]
+        click.echo(f"Fallback: {event['from']} failed: {event['reason']}")
+    if response["provider_fallback"] is not None:
+        event = response["provider_fallback"]
+        click.echo(f"Embedding fallback: {event['from']} failed: {event['reason']}")
 
 
 @click.command()

@@ -1,0 +1,261 @@
+"""The LanceDB backend: chunks and entries on a local folder or S3-compatible storage."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memory_router import (
+    Backend,
+    BackendContext,
+    BackendResult,
+    BackendStatus,
+    Chunk,
+    EmbeddingError,
+    Hit,
+    MemoryRouterError,
+    Progress,
+    SearchRequest,
+    Snapshot,
+    Staging,
+    SyncReport,
+    no_progress,
+)
+
+from . import _housekeeping, _search, _transfer
+from ._search import Row
+from ._settings import LanceSettings, is_remote, mask_uri
+from ._staging import LanceStaging
+from ._store import LanceStore, Pointer, Tables
+from ._sync import sync_generation
+
+
+class LanceBackend(Backend):
+    """Chunks and entries in LanceDB tables (see the package docstring)."""
+
+    def __init__(self, context: BackendContext) -> None:
+        super().__init__(context)
+        self.settings: LanceSettings = context.settings or LanceSettings()
+        uri = self.settings.resolved_uri(context.config)
+        if not is_remote(uri):
+            Path(uri).mkdir(parents=True, exist_ok=True)
+        self.store = LanceStore(self.settings, uri, name=self.name, shown_uri=mask_uri(uri))
+        self.journal = Path(context.config.entries.path).as_posix()
+        # The keyword leg runs beside the vector leg (LanceDB releases the GIL).
+        self._legs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lancedb-leg")
+
+    # -- sync ---------------------------------------------------------------------------
+
+    def sync(
+        self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
+    ) -> SyncReport:
+        started = time.perf_counter()
+        embedder = self.context.embedder
+        before = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
+        with self.store.write_lock:
+            counts, reason = self.store.guard(
+                "sync",
+                lambda: sync_generation(
+                    self.store,
+                    snapshot,
+                    embedder,
+                    force=force,
+                    progress=progress,
+                    journal=self.journal,
+                ),
+            )
+            pointer = self.store.pointer()
+            tables = self.store.tables(pointer.generation) if pointer else None
+            notes = self._maintain(tables, counts.chunks_written, rebuilt=reason is not None)
+            chunks = self.store.guard("sync", lambda: tables.chunks.count_rows()) if tables else 0
+        after = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
+        return SyncReport(
+            backend=self.name,
+            added=counts.added,
+            updated=counts.updated,
+            removed=counts.removed,
+            unchanged=counts.unchanged,
+            chunks=chunks,
+            embedded=after[0] - before[0],
+            cache_hits=after[1] - before[1],
+            full_rebuild=reason is not None,
+            reason=reason,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            errors=notes,
+        )
+
+    def _maintain(self, tables: Tables | None, written: int, *, rebuilt: bool) -> tuple[str, ...]:
+        """Indexes and optimize after a sync; a failure here is reported, never raised."""
+        if tables is None:
+            return ()
+        try:
+            _housekeeping.after_sync(self.store, tables, written=written, rebuilt=rebuilt)
+        except MemoryRouterError as error:
+            return (f"housekeeping failed: {error.message}",)
+        return ()
+
+    def optimize(self) -> dict[str, Any]:
+        """Compact, fold new rows into the indexes and clean old versions now."""
+        pointer = self._pointer()
+        if pointer is None:
+            return {}
+        tables = self.store.tables(pointer.generation)
+        with self.store.write_lock:
+            return dict(_housekeeping.optimize(self.store, tables))
+
+    # -- search -------------------------------------------------------------------------
+
+    def _pointer(self) -> Pointer | None:
+        pointer: Pointer | None = self.store.guard("search", self.store.pointer)
+        return pointer
+
+    def search(self, request: SearchRequest) -> BackendResult:
+        pointer = self._pointer()
+        if pointer is None:
+            return BackendResult(hits=(), mode="hybrid", notes=("the store is not built yet",))
+        return self.store.guard("search", lambda: self._search(pointer, request))  # type: ignore[no-any-return]
+
+    def _search(self, pointer: Pointer, request: SearchRequest) -> BackendResult:
+        tables = self.store.tables(pointer.generation)
+        where = _search.prefilter(request.sources)
+        limit = request.candidates
+        hybrid = self.context.config.query.hybrid
+        has_fts = _housekeeping.has_fts(tables.chunks)
+        embedder = self.context.embedder
+        if embedder is None or pointer.dims is None:
+            rows = _search.keyword_rows(tables.chunks, request.query, where=where, limit=limit)
+            hits = [self._hit(r, text_score=r.score) for r in rows.values()] if has_fts else []
+            return self._result(tables, hits, mode="keyword", relaxed=0.0)
+        try:
+            query_vector = embedder.embed_query(request.query)
+        except EmbeddingError as error:
+            rows = (
+                _search.keyword_rows(tables.chunks, request.query, where=where, limit=limit)
+                if has_fts
+                else {}
+            )
+            note = f"query embedding failed, keyword-only answer: {error.message}"
+            hits = [self._hit(r, text_score=r.score) for r in rows.values()]
+            return self._result(tables, hits, mode="keyword", relaxed=0.0, notes=(note,))
+        keyword_leg: Future[dict[str, Row]] | None = None
+        if hybrid.enabled and has_fts:
+            keyword_leg = self._legs.submit(
+                _search.keyword_rows, tables.chunks, request.query, where=where, limit=limit
+            )
+        vector: dict[str, Row] = {}
+        if np.any(query_vector):
+            refine = self.settings.refine_factor if _housekeeping.has_ann(tables.chunks) else None
+            vector = _search.vector_rows(
+                tables.chunks, query_vector, where=where, limit=limit, refine_factor=refine
+            )
+        if keyword_leg is None:
+            hits = [self._hit(r, vector_score=r.score) for r in vector.values()]
+            return self._result(tables, hits, mode="vector", relaxed=None)
+        keyword = keyword_leg.result()
+        hits = merge(keyword, vector, hybrid.vector_weight, hybrid.text_weight, self.name)
+        return self._result(tables, hits[:limit], mode="hybrid", relaxed=hybrid.text_weight)
+
+    def _result(
+        self,
+        tables: Tables,
+        hits: list[Hit],
+        *,
+        mode: str,
+        relaxed: float | None,
+        notes: tuple[str, ...] = (),
+    ) -> BackendResult:
+        return BackendResult(
+            hits=tuple(self._with_entries(tables, hits)),
+            mode=mode,
+            relaxed_min_score=relaxed,
+            notes=notes,
+        )
+
+    def _hit(
+        self, row: Row, *, vector_score: float | None = None, text_score: float | None = None
+    ) -> Hit:
+        return row_hit(row, self.name, row.score, vector_score, text_score)
+
+    def _with_entries(self, tables: Tables, hits: list[Hit]) -> list[Hit]:
+        ids = [h.chunk_id for h in hits if h.chunk_id and h.path == self.journal]
+        if not ids:
+            return hits
+        entries = _transfer.entries_by_chunk(tables.entries, ids)
+        return [replace(h, entry=entries[h.chunk_id]) if h.chunk_id in entries else h for h in hits]
+
+    # -- status, close, transfer --------------------------------------------------------
+
+    def status(self, *, deep: bool = False) -> BackendStatus:
+        try:
+            return _housekeeping.status(self.store, self.name, deep=deep)
+        except MemoryRouterError as error:
+            return BackendStatus(name=self.name, available=False, error=error.message)
+
+    def close(self) -> None:
+        self._legs.shutdown(wait=True)
+        self.store.close()
+
+    def export_chunks(self) -> Iterator[Chunk]:
+        pointer = self._pointer()
+        if pointer is None:
+            return
+        tables = self.store.guard("export", lambda: self.store.tables(pointer.generation))
+        yield from _transfer.export_chunks(self.store, tables)
+
+    def index_fingerprint(self) -> Mapping[str, Any] | None:
+        pointer = self._pointer()
+        return dict(pointer.fingerprint) if pointer is not None else None
+
+    def stage(self, *, fingerprint: Mapping[str, Any], resume: bool) -> Staging:
+        staging: Staging = self.store.guard(
+            "migrate", lambda: LanceStaging.open(self.store, fingerprint, resume=resume)
+        )
+        return staging
+
+    def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
+        with self.store.write_lock:
+            written: int = self.store.guard(
+                "import",
+                lambda: _transfer.import_chunks(
+                    self.store, chunks, fingerprint=fingerprint, journal=self.journal
+                ),
+            )
+            return written
+
+
+def row_hit(
+    row: Row, backend: str, score: float, vector_score: float | None, text_score: float | None
+) -> Hit:
+    return Hit(
+        path=row.path,
+        start_line=row.start_line,
+        end_line=row.end_line,
+        score=min(1.0, max(0.0, score)),
+        snippet=row.text,
+        source="sessions" if row.source == "sessions" else "memory",
+        backend=backend,
+        vector_score=vector_score,
+        text_score=text_score,
+        chunk_id=row.id,
+    )
+
+
+def merge(
+    keyword: Mapping[str, Row], vector: Mapping[str, Row], vw: float, tw: float, backend: str
+) -> list[Hit]:
+    """Union by chunk id; a missing side scores 0 (the built-in backend's weighted merge)."""
+    hits = []
+    for chunk_id in {**vector, **keyword}:
+        k, v = keyword.get(chunk_id), vector.get(chunk_id)
+        row = k or v
+        assert row is not None
+        ks, vs = (k.score if k else None), (v.score if v else None)
+        hits.append(row_hit(row, backend, vw * (vs or 0.0) + tw * (ks or 0.0), vs, ks))
+    hits.sort(key=lambda h: -h.score)
+    return hits

@@ -1,0 +1,177 @@
+"""Indexes, ``optimize()`` and ``status``.
+
+After a sync the FTS index is created when missing; ``optimize()`` (compaction, folding
+new rows into the indexes, removing versions older than ``cleanup_older_than_hours``) runs
+every ``optimize_every_writes`` writes (a large rebuild reaches that by itself), or when
+``optimize_interval_minutes`` have passed; the ANN vector index is built in the same
+maintenance once ``ann_min_rows`` chunks exist. Rows written since the last fold stay
+searchable (Lance scans them), only slower.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memory_router import BackendStatus
+
+from ._store import KINDS, LanceStore, Tables
+
+FTS_INDEX = "text_idx"
+VECTOR_INDEX = "vector_idx"
+
+
+INDEX_CHECK_S = 2.0  # how long a search trusts what it last saw of a table's indexes
+_seen: dict[int, tuple[float, frozenset[str]]] = {}
+
+
+def _indices(table: Any) -> dict[str, Any]:
+    return {i.name: i for i in table.list_indices()}
+
+
+def index_names(table: Any) -> frozenset[str]:
+    """The table's index names, re-listed at most every ``INDEX_CHECK_S`` seconds."""
+    now = time.monotonic()
+    cached = _seen.get(id(table))
+    if cached is not None and now - cached[0] < INDEX_CHECK_S:
+        return cached[1]
+    names = frozenset(_indices(table))
+    _seen[id(table)] = (now, names)
+    return names
+
+
+def has_fts(table: Any) -> bool:
+    return FTS_INDEX in index_names(table)
+
+
+def has_ann(table: Any) -> bool:
+    return VECTOR_INDEX in index_names(table)
+
+
+def ensure_fts(table: Any) -> bool:
+    """Create the FTS index on ``text`` when missing (and the table has rows)."""
+    if has_fts(table) or table.count_rows() == 0:
+        return False
+    from lancedb.index import FTS
+
+    config = FTS(with_position=False, stem=False, remove_stop_words=False, ascii_folding=True)
+    table.create_index("text", config=config, name=FTS_INDEX)
+    _seen.pop(id(table), None)
+    return True
+
+
+def ensure_ann(store: LanceStore, table: Any) -> bool:
+    """Build the ANN vector index once ``ann_min_rows`` chunks with vectors exist."""
+    if "vector" not in table.schema.names or has_ann(table):
+        return False
+    if table.count_rows() < store.settings.ann_min_rows:
+        return False
+    from lancedb import index
+
+    kind = store.settings.ann_index
+    config: Any
+    if kind == "ivf_pq":
+        config = index.IvfPq(distance_type="cosine")
+    elif kind == "ivf_flat":
+        config = index.IvfFlat(distance_type="cosine")
+    else:
+        config = index.IvfHnswSq(distance_type="cosine")
+    table.create_index("vector", config=config, name=VECTOR_INDEX)
+    _seen.pop(id(table), None)
+    return True
+
+
+def optimize(store: LanceStore, tables: Tables) -> dict[str, Any]:
+    """Compact and fold every table of ``tables``; returns what was done and how long it took."""
+    started = time.perf_counter()
+    keep = timedelta(hours=store.settings.cleanup_older_than_hours)
+    ann = ensure_ann(store, tables.chunks)
+    for table in (tables.chunks, tables.entries, tables.files):
+        table.optimize(cleanup_older_than=keep)
+    store.writes_since_optimize = 0
+    done = {
+        "at": datetime.now(UTC).isoformat(),
+        "ms": round((time.perf_counter() - started) * 1000, 1),
+        "generation": tables.generation,
+        "ann_built": ann,
+    }
+    store.write_meta("optimize", done)
+    return done
+
+
+def after_sync(store: LanceStore, tables: Tables, *, written: int, rebuilt: bool) -> None:
+    """Indexes and optimize after a sync (see the module docstring)."""
+
+    def run() -> None:
+        ensure_fts(tables.chunks)
+        if _due(store, written, rebuilt=rebuilt):
+            optimize(store, tables)
+
+    store.guard("optimize", run)
+
+
+def _due(store: LanceStore, written: int, *, rebuilt: bool) -> bool:
+    settings = store.settings
+    if store.writes_since_optimize >= settings.optimize_every_writes:
+        return True
+    if rebuilt or (written == 0 and store.writes_since_optimize == 0):
+        return False  # a fresh generation is a few large fragments, its FTS index complete
+    last = store.read_meta().get("optimize")
+    if last is None:
+        return True
+    age = datetime.now(UTC) - datetime.fromisoformat(last["at"])
+    return age >= timedelta(minutes=settings.optimize_interval_minutes)
+
+
+def status(store: LanceStore, name: str, *, deep: bool) -> BackendStatus:
+    """Files and chunks; ``deep`` adds rows, index state, versions and the search path."""
+
+    def read() -> BackendStatus:
+        pointer = store.pointer(fresh=True)
+        details: dict[str, Any] = {"uri": store.shown_uri}
+        if pointer is None:
+            return BackendStatus(name=name, available=True, details={**details, "built": False})
+        tables = store.tables(pointer.generation)
+        files, chunks = tables.files.count_rows(), tables.chunks.count_rows()
+        if deep:
+            details.update(_deep(store, tables, pointer.dims))
+        return BackendStatus(name=name, available=True, files=files, chunks=chunks, details=details)
+
+    result: BackendStatus = store.guard("status", read)
+    return result
+
+
+def _deep(store: LanceStore, tables: Tables, dims: int | None) -> dict[str, Any]:
+    meta = store.read_meta()
+    rows = {}
+    for kind in KINDS:
+        table = getattr(tables, kind)
+        rows[kind] = {"rows": table.count_rows(), "version": table.version}
+    indexes = {}
+    for index in tables.chunks.list_indices():
+        stats = tables.chunks.index_stats(index.name)
+        indexes[index.name] = {
+            "type": str(index.index_type),
+            "indexed_rows": stats.num_indexed_rows if stats else None,
+            "unindexed_rows": stats.num_unindexed_rows if stats else None,
+        }
+    ann = VECTOR_INDEX in indexes
+    vector = (
+        "none (keyword-only)"
+        if dims is None
+        else f"{store.settings.ann_index} + refine_factor {store.settings.refine_factor}"
+        if ann
+        else "exact (brute force)"
+    )
+    return {
+        "storage_options": store.settings.masked_options(),
+        "generation": tables.generation,
+        "fingerprint": meta.get("current", {}).get("fingerprint"),
+        "tables": rows,
+        "indexes": indexes,
+        "last_optimize": meta.get("optimize"),
+        "search_path": f"FTS (BM25, {'indexed' if FTS_INDEX in indexes else 'missing'}) + vector"
+        f" ({vector})",
+        "read_consistency_interval_s": store.settings.read_consistency_interval_s,
+    }

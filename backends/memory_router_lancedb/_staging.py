@@ -1,0 +1,74 @@
+"""Migration into the store: a staged generation published with one pointer switch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memory_router import Chunk, NotFound, Staging
+
+from . import _housekeeping, _transfer
+from ._store import LanceStore, Tables
+
+STAGING_KEY = "staging"
+
+
+class LanceStaging(Staging):
+    """A generation being filled beside the live one; :meth:`publish` switches to it.
+
+    Its name and fingerprint are recorded in ``meta`` (key ``staging``), so a killed
+    migration reopens it; writes are ``merge_insert`` by chunk id, so a batch written twice
+    is written once.
+    """
+
+    def __init__(self, store: LanceStore, tables: Tables, fingerprint: dict[str, Any]) -> None:
+        self.store = store
+        self.tables = tables
+        self.fingerprint = fingerprint
+        self.dims = _dims(fingerprint)
+
+    @classmethod
+    def open(
+        cls, store: LanceStore, fingerprint: Mapping[str, Any], *, resume: bool
+    ) -> LanceStaging:
+        recorded = store.read_meta().get(STAGING_KEY)
+        if resume:
+            if recorded is None:
+                raise NotFound(f"no interrupted migration into {store.shown_uri}", key="staging")
+            tables = store.tables(recorded["generation"])
+            return cls(store, tables, recorded["fingerprint"])
+        if recorded is not None:
+            store.drop_generation(recorded["generation"])
+        wanted = _transfer.normalised(fingerprint)
+        tables = store.new_generation(_dims(wanted))
+        store.write_meta(STAGING_KEY, {"generation": tables.generation, "fingerprint": wanted})
+        return cls(store, tables, wanted)
+
+    def write(self, chunks: Sequence[Chunk]) -> None:
+        self.store.guard("migrate", lambda: _transfer.write_batch(self.store, self.tables, chunks))
+
+    def count(self) -> int:
+        count: int = self.store.guard("migrate", self.tables.chunks.count_rows)
+        return count
+
+    def publish(self) -> None:
+        def run() -> None:
+            _housekeeping.ensure_fts(self.tables.chunks)
+            self.store.switch(self.tables, self.fingerprint, self.dims)
+            self.store.delete_meta(STAGING_KEY)
+            self.store.prune(self.tables.generation)
+
+        with self.store.write_lock:
+            self.store.guard("migrate", run)
+
+    def discard(self) -> None:
+        def run() -> None:
+            self.store.drop_generation(self.tables.generation)
+            self.store.delete_meta(STAGING_KEY)
+
+        self.store.guard("migrate", run)
+
+
+def _dims(fingerprint: Mapping[str, Any]) -> int | None:
+    dims = fingerprint.get("vectorDims")
+    return int(dims) if dims else None

@@ -1,0 +1,207 @@
+"""Load-check ``memory-router serve``: concurrent clients on the HTTP API, MCP, and the CLI.
+
+    .venv/bin/python bench/bench_serve.py [--clients 8] [--requests 500] [--quick]
+
+Starts ``serve`` (a real subprocess on a free loopback port) over a copy of
+``examples/workspace`` with the default configuration (SQLite, MiniLM hybrid when the
+model is installed; ``--keyword`` for keyword-only), then:
+
+1. ``--clients`` threads, each with its own HTTP connection, send ``--requests``
+   ``POST /search`` each (queries cycle through a fixed list); every answer must be 200
+   with results; latency p50/p95/p99 and throughput are reported;
+2. one official MCP client calls ``memory_search`` over streamable HTTP 100 times (p50/p99);
+3. ``memory-router search`` as a fresh process, through the server and with ``--local``
+   (median of 5 each): what an agent that shells out pays.
+
+``--quick`` is 8 × 50 requests, 20 MCP calls and 3 CLI runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+QUERIES = [
+    "which foods must my pet avoid",
+    "upcoming vacation abroad",
+    "how do colleagues share progress each morning",
+    "why did the tests fail intermittently",
+    "what does Sam drink",
+    "heron project deadline",
+    "who leads the billing team",
+    "database migration decision",
+]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def start_server(root: Path, keyword: bool) -> tuple[subprocess.Popen[bytes], str, Path]:
+    shutil.copytree(ROOT / "examples" / "workspace", root / "workspace")
+    config = root / "bench.toml"
+    body = f'workspace = "{root / "workspace"}"\nstate_dir = "{root / "state"}"\n'
+    if keyword:
+        body += '[embedding]\nprovider = "none"\n'
+    config.write_text(body + "[query]\nmin_score = 0.0\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_ROUTER_")}
+    env["HF_HUB_OFFLINE"] = "1"
+    log = (root / "serve.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memory_router", "--config", str(config), "serve", "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        env=env,
+    )
+    server_file = root / "state" / "agents" / "main" / "serve.json"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"serve exited: {(root / 'serve.log').read_text()}")
+        try:
+            info = json.loads(server_file.read_text(encoding="utf-8"))
+            if info["pid"] == process.pid:
+                return process, info["url"], config
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.2)
+    process.kill()
+    raise SystemExit("serve did not become ready in 300 s")
+
+
+def http_load(url: str, clients: int, requests: int) -> dict[str, Any]:
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    errors: list[str] = []
+    barrier = threading.Barrier(clients + 1)
+
+    def client(n: int) -> None:
+        with httpx.Client(timeout=60) as http:
+            barrier.wait()
+            for i in range(requests):
+                query = QUERIES[(n + i) % len(QUERIES)]
+                started = time.perf_counter()
+                try:
+                    response = http.post(url + "/search", json={"query": query, "maxResults": 3})
+                    ok = response.status_code == 200 and response.json()["results"]
+                except (httpx.HTTPError, ValueError) as error:
+                    errors.append(repr(error))
+                    continue
+                latencies[n].append(time.perf_counter() - started)
+                if not ok:
+                    errors.append(f"{response.status_code}: {response.text[:200]}")
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    flat = [x for per in latencies for x in per]
+    return {
+        "requests": clients * requests,
+        "errors": len(errors),
+        "first_error": errors[0] if errors else None,
+        "p50_ms": percentile(flat, 50) * 1000,
+        "p95_ms": percentile(flat, 95) * 1000,
+        "p99_ms": percentile(flat, 99) * 1000,
+        "throughput_rps": len(flat) / elapsed,
+    }
+
+
+def mcp_calls(url: str, calls: int) -> dict[str, float]:
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    latencies: list[float] = []
+
+    async def main() -> None:
+        async with (
+            streamable_http_client(url + "/mcp") as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            for i in range(calls):
+                started = time.perf_counter()
+                result: Any = await session.call_tool(
+                    "memory_search", {"query": QUERIES[i % len(QUERIES)], "maxResults": 3}
+                )
+                latencies.append(time.perf_counter() - started)
+                assert not result.is_error, result
+
+    anyio.run(main)
+    return {"p50_ms": percentile(latencies, 50) * 1000, "p99_ms": percentile(latencies, 99) * 1000}
+
+
+def cli_runs(config: Path, runs: int) -> dict[str, float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_ROUTER_")}
+    env["HF_HUB_OFFLINE"] = "1"
+    result = {}
+    for label, extra in (("server", []), ("local", ["--local"])):
+        times = []
+        for i in range(runs):
+            command = [sys.executable, "-m", "memory_router", "--config", str(config), "search"]
+            started = time.perf_counter()
+            done = subprocess.run(
+                [*command, QUERIES[i % len(QUERIES)], "--json", *extra],
+                capture_output=True,
+                env=env,
+                timeout=300,
+            )
+            times.append(time.perf_counter() - started)
+            if done.returncode != 0:
+                raise SystemExit(done.stderr.decode())
+        result[f"cli_{label}_s"] = statistics.median(times)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=500)
+    parser.add_argument("--mcp-calls", type=int, default=100)
+    parser.add_argument("--cli-runs", type=int, default=5)
+    parser.add_argument("--keyword", action="store_true", help="keyword-only (no embeddings)")
+    parser.add_argument("--quick", action="store_true", help="8 × 50 requests, fewer runs")
+    args = parser.parse_args()
+    if args.quick:
+        args.requests, args.mcp_calls, args.cli_runs = 50, 20, 3
+    print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, load {os.getloadavg()}")
+    with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
+        process, url, config = start_server(Path(tmp), args.keyword)
+        try:
+            load = http_load(url, args.clients, args.requests)
+            print(f"HTTP /search {args.clients} clients × {args.requests}: {json.dumps(load)}")
+            mcp = mcp_calls(url, args.mcp_calls)
+            print(f"MCP memory_search × {args.mcp_calls}: {json.dumps(mcp)}")
+            cli = cli_runs(config, args.cli_runs)
+            print(f"CLI search (median of {args.cli_runs}): {json.dumps(cli)}")
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(60)
+        print(f"serve exit code after SIGTERM: {process.returncode}")
+        if load["errors"]:
+            raise SystemExit(f"{load['errors']} errors under load")
+
+
+if __name__ == "__main__":
+    main()

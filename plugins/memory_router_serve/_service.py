@@ -1,0 +1,184 @@
+"""The warm service behind ``serve`` and ``mcp``: one router, the watcher, metrics.
+
+:class:`Service` owns the router for the life of the process. :meth:`Service.start`
+indexes the workspace, builds every backend of the chain (which starts sidecar update
+cycles, such as QMD's) and loads the embedding model, so the first query is as fast as
+the hundredth; then it starts the watcher plugin when it is installed. :meth:`close`
+stops the watcher and closes the router, which stops the backends' children.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from memory_router import (
+    Entry,
+    FileText,
+    MemoryRouterError,
+    Router,
+    RouterStatus,
+    SearchResponse,
+)
+
+from ._metrics import Metrics
+
+log = logging.getLogger("memory_router.serve")
+
+
+class Service:
+    """One agent's router kept warm, with the counters ``/metrics`` shows."""
+
+    def __init__(self, router: Router, *, watch: bool = True, poll: bool = False) -> None:
+        self.router = router
+        self.metrics = Metrics()
+        self.started_at = time.time()
+        self.ready = threading.Event()
+        self._watch = watch
+        self._poll = poll
+        self._watcher: Any = None
+        self._monitor: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Index, build the chain's backends, load the model, start the watcher."""
+        router = self.router
+        started = time.perf_counter()
+        if self._watch and self._start_watcher():
+            pass  # the watcher's first sync indexed the workspace
+        else:
+            self._record_syncs(router.sync())
+        for name in router.config.router.chain:
+            try:
+                router.backend(name)
+            except MemoryRouterError as error:
+                log.warning("backend %s is not available: %s", name, error.message)
+        try:
+            embedder = router.embedder
+            if embedder is not None:
+                embedder.embed_query("warm up")
+        except MemoryRouterError as error:
+            log.warning("embedding provider not ready: %s", error.message)
+        log.info("warm in %.1f s", time.perf_counter() - started)
+        self.ready.set()
+
+    def _start_watcher(self) -> bool:
+        try:
+            from memory_router_watch import Watcher
+        except ImportError:
+            log.warning("the watch plugin is not installed; the index syncs on search only")
+            return False
+        try:
+            self._watcher = Watcher(self.router, poll=self._poll)
+            self._watcher.start()
+        except MemoryRouterError as error:
+            log.warning("not watching the workspace: %s", error.message)
+            self._watcher = None
+            return False
+        self._record_syncs(self._watcher.stats.reports)
+        log.info(
+            "watching %s (%s)", self.router.config.workspace_path, self._watcher.stats.observer
+        )
+        self._monitor = threading.Thread(target=self._follow, daemon=True, name="serve-monitor")
+        self._monitor.start()
+        return True
+
+    def _follow(self) -> None:
+        """Log and count the watcher's syncs."""
+        seen = self._watcher.stats.syncs
+        while not self._stop.wait(0.25):
+            stats = self._watcher.stats
+            if stats.syncs != seen:
+                seen = stats.syncs
+                self._record_syncs(stats.reports)
+
+    def _record_syncs(self, reports: Any) -> None:
+        for report in reports:
+            self.metrics.sync(report.backend, report.duration_ms / 1000, ok=not report.errors)
+            log.info(
+                "synced %s: +%d ~%d -%d (%d chunks) in %.0f ms%s",
+                report.backend,
+                report.added,
+                report.updated,
+                report.removed,
+                report.chunks,
+                report.duration_ms,
+                f"; errors: {'; '.join(report.errors)}" if report.errors else "",
+            )
+
+    def close(self) -> None:
+        """Stop the watcher and close the router (its backends stop their children)."""
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.stop()
+        if self._monitor is not None:
+            self._monitor.join(timeout=2)
+        self.router.close()
+
+    # -- operations (counted) -----------------------------------------------------------
+
+    def search(self, query: str, **options: Any) -> SearchResponse:
+        started = time.perf_counter()
+        try:
+            response = self.router.search(query, **options)
+        except MemoryRouterError:
+            self.metrics.query(None, time.perf_counter() - started, ok=False)
+            raise
+        self.metrics.query(response.backend, time.perf_counter() - started, ok=True)
+        for attempt in response.attempts:
+            self.metrics.fallback(attempt.from_, attempt.reason)
+        return response
+
+    def get(self, path: str, *, from_line: int | None, lines: int | None) -> FileText:
+        return self.router.get(path, from_line=from_line, lines=lines)
+
+    def store(self, text: str, **options: Any) -> Entry:
+        entry = self.router.store(text, **options)
+        self.metrics.count("stores")
+        return entry
+
+    def forget(self, entry_id: str) -> Entry:
+        entry = self.router.forget(entry_id)
+        self.metrics.count("forgets")
+        return entry
+
+    def status(self) -> RouterStatus:
+        return self.router.status()
+
+    def health(self) -> dict[str, Any]:
+        """Liveness plus per-backend readiness; ``ok`` when some backend can answer."""
+        if not self.ready.is_set():
+            return {"status": "starting", "ok": False, "backends": {}}
+        status = self.router.status()
+        backends = {}
+        for backend in status.backends:
+            breaker = status.breakers.get(backend.name)
+            is_open = breaker is not None and breaker.state == "open"
+            backends[backend.name] = {
+                "ready": backend.available and not is_open,
+                "breaker": breaker.state if breaker else None,
+                "error": backend.error,
+            }
+        ready = [name for name, b in backends.items() if b["ready"]]
+        state = "ok" if len(ready) == len(backends) else "degraded" if ready else "unavailable"
+        return {
+            "status": state,
+            "ok": bool(ready),
+            "backends": backends,
+            "uptime_s": round(time.time() - self.started_at, 3),
+        }
+
+    def watcher_stats(self) -> dict[str, Any] | None:
+        if self._watcher is None:
+            return None
+        stats = self._watcher.stats
+        return {
+            "observer": stats.observer,
+            "events": stats.events,
+            "syncs": stats.syncs,
+            "last_error": stats.last_error,
+        }

@@ -1,0 +1,168 @@
+"""LanceDB faults through real seams: a dead endpoint, a missing bucket, refused
+credentials, a half-written table, and a rebuild whose embedder fails.
+
+Each is a :class:`BackendUnavailable` with a one-line cause within the router's deadline,
+and a chain ``["lancedb", "sqlite"]`` answers from SQLite instead.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_router import (
+    BackendUnavailable,
+    EmbeddingError,
+    EmbeddingProvider,
+    ProviderContext,
+    ProviderSpec,
+    Router,
+    hookimpl,
+    testing,
+)
+from s3_helpers.moto_server import BUCKET, S3Server, free_port
+
+FILES = {"MEMORY.md": "# Memory\n\nThe garden gate code is 4417; the shed key hangs inside.\n"}
+DEADLINE_S = 20.0
+
+
+def router_for(
+    tmp_path: Path,
+    settings: dict[str, Any],
+    *,
+    chain: Sequence[str] = ("lancedb",),
+    embedding: str = "hash",
+    plugins: Sequence[object] = (),
+    **tables: Any,
+) -> Router:
+    workspace = testing.write_workspace(tmp_path / "workspace", FILES)
+    config = testing.router_config(
+        tmp_path,
+        workspace,
+        backend="lancedb",
+        embedding=embedding,
+        settings=settings,
+        query={"min_score": 0.0},
+        **tables,
+    )
+    config = config.replace(
+        router=config.router.__class__(chain=tuple(chain), fallback="next", timeout_s=DEADLINE_S)
+    )
+    return Router.from_config(config, plugins=[testing, *plugins])
+
+
+def s3_settings(server: S3Server, *, uri: str | None = None, **options: str) -> dict[str, Any]:
+    return {
+        "uri": uri or f"s3://{BUCKET}/faults/{uuid.uuid4().hex}",
+        "storage_options": server.options(**options),
+        "connect_timeout_s": 1.0,
+        "request_timeout_s": 3.0,
+        "max_retries": 0,
+    }
+
+
+def assert_unavailable_then_fallback(tmp_path: Path, settings: dict[str, Any], cause: str) -> None:
+    with router_for(tmp_path / "alone", settings) as router:
+        with pytest.raises(BackendUnavailable) as info:
+            router.backend("lancedb").search(request("gate code"))
+        assert cause in info.value.message
+        assert "\n" not in info.value.message
+    chain = ("lancedb", "sqlite")
+    with router_for(tmp_path / "chain", settings, chain=chain, sync={"on_search": False}) as router:
+        router.sync(backends=["sqlite"])
+        started = time.monotonic()
+        response = router.search("garden gate code")
+        assert time.monotonic() - started < DEADLINE_S + 5  # the router's deadline holds
+        assert response.backend == "sqlite"
+        assert response.fallback is not None
+        assert response.fallback.from_ == "lancedb"
+        assert cause in response.fallback.reason
+        assert response.results[0].path == "MEMORY.md"
+
+
+def request(query: str) -> Any:
+    from memory_router import SearchRequest
+
+    return SearchRequest(query=query, max_results=5, min_score=0.0, candidates=20)
+
+
+def test_unreachable_endpoint(tmp_path: Path, s3_server: S3Server) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    settings = s3_settings(s3_server, endpoint=dead)
+    assert_unavailable_then_fallback(tmp_path, settings, "cannot be reached")
+
+
+def test_missing_bucket(tmp_path: Path, s3_server: S3Server) -> None:
+    settings = s3_settings(s3_server, uri="s3://no-such-bucket/x")
+    assert_unavailable_then_fallback(tmp_path, settings, "bucket does not exist")
+
+
+def test_wrong_credentials(tmp_path: Path, s3_server: S3Server) -> None:
+    settings = s3_settings(
+        s3_server, access_key_id="AKIAWRONGWRONGWRONG", secret_access_key="not-the-secret"
+    )
+    assert_unavailable_then_fallback(tmp_path, settings, "refused the credentials")
+
+
+def test_half_written_table(tmp_path: Path) -> None:
+    store = tmp_path / "lance"
+    with router_for(tmp_path / "build", {"uri": str(store)}) as router:
+        assert not router.sync()[0].errors
+        assert router.search("gate code").results
+    chunks = next(store.glob("chunks_g*.lance"))
+    shutil.rmtree(chunks / "data")  # the manifest survives, the fragments it names do not
+    assert_unavailable_then_fallback(tmp_path, {"uri": str(store)}, "lancedb search failed")
+
+
+class BrokenDocuments(EmbeddingProvider):
+    """A different model (so the fingerprint changes) whose document embedding fails."""
+
+    id = "broken"
+    model = "broken-384"
+
+    def __init__(self) -> None:
+        self.inner = testing.HashingEmbedder()
+
+    @property
+    def dims(self) -> int:
+        return 384
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        raise EmbeddingError("the embedding server went away", provider=self.id)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.vector(text)
+
+
+class BrokenPlugin:
+    @hookimpl
+    def register_embedding_providers(self, register: Callable[[ProviderSpec], None]) -> None:
+        def factory(context: ProviderContext, model: str) -> EmbeddingProvider:
+            return BrokenDocuments()
+
+        register(ProviderSpec(name="broken", factory=factory, auto_priority=None))
+
+
+def test_failed_rebuild_keeps_the_old_tables_answering(tmp_path: Path) -> None:
+    settings = {"uri": str(tmp_path / "lance")}
+    with router_for(tmp_path, settings) as router:
+        assert not router.sync()[0].errors
+        before = router.status(deep=True).backends[0].details["generation"]
+    with router_for(tmp_path, settings, embedding="broken", plugins=[BrokenPlugin()]) as router:
+        report = router.sync()[0]
+        assert report.errors
+        assert "embedding server went away" in report.errors[0]
+        status = router.status(deep=True).backends[0]
+        assert status.details["generation"] == before
+        assert status.details["fingerprint"]["model"] == "hash-384"
+        response = router.search("garden gate code")
+        assert response.backend == "lancedb"
+        assert response.results[0].path == "MEMORY.md"
+        lance = router.backend("lancedb")
+        assert lance.store.generations() == [before]  # type: ignore[attr-defined]

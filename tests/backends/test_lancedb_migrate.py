@@ -1,0 +1,72 @@
+"""Migration into and out of LanceDB: vectors reused, a staged generation, resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory_router import NotFound, Router, SearchRequest, testing
+from migrate_support import CountingEmbedder, corpus, make_router
+
+
+def lance_router(tmp_path: Path, workspace: Path) -> Router:
+    config = testing.router_config(
+        tmp_path / "state-root",
+        workspace,
+        backend="sqlite",
+        embedding="counting",
+        settings=None,
+        sync={"on_search": False},
+        backends={"lancedb": {"uri": str(tmp_path / "lance")}},
+    )
+    return make_router(config)
+
+
+def ids(router: Router, name: str) -> list[str]:
+    return [c.id for c in router.backend(name).export_chunks()]
+
+
+def test_sqlite_to_lancedb_and_back_reuses_every_vector(tmp_path: Path) -> None:
+    workspace = testing.write_workspace(tmp_path / "workspace", corpus(30))
+    with lance_router(tmp_path, workspace) as router:
+        router.sync()
+        CountingEmbedder.calls.clear()
+        report = router.migrate("lancedb", source="sqlite", batch_size=7)
+        assert (report.mode, report.written, report.embedded) == ("reuse", 30, 0)
+        lance = router.backend("lancedb")
+        exported = list(lance.export_chunks())
+        assert [c.id for c in exported] == sorted(c.id for c in exported)  # stable order
+        assert ids(router, "lancedb") == sorted(ids(router, "sqlite"))
+        assert all(c.embedding is not None and len(c.embedding) == 384 for c in exported)
+        assert lance.index_fingerprint() == router.backend("sqlite").index_fingerprint()
+        hits = lance.search(
+            SearchRequest(query="granite", max_results=5, min_score=0.0, candidates=10)
+        ).hits
+        assert hits
+        CountingEmbedder.calls.clear()  # the search embedded its query
+        # The first sync adopts the copied chunks: vectors kept, nothing embedded.
+        (sync,) = router.sync(backends=["lancedb"])
+        assert sync.embedded == 0
+        assert CountingEmbedder.calls == []
+        back = router.migrate("sqlite", source="lancedb")
+        assert (back.mode, back.written, back.embedded) == ("reuse", 30, 0)
+
+
+def test_staging_survives_a_restart_and_discard_leaves_the_live_store(tmp_path: Path) -> None:
+    workspace = testing.write_workspace(tmp_path / "workspace", corpus(6))
+    with lance_router(tmp_path, workspace) as router:
+        router.sync(backends=["sqlite", "lancedb"])
+        live = router.backend("lancedb").index_fingerprint()
+        chunks = list(router.backend("sqlite").export_chunks())
+        staging = router.backend("lancedb").stage(fingerprint=dict(live or {}), resume=False)
+        staging.write(chunks[:3])
+        staging.write(chunks[:3])  # a batch written again after a kill is written once
+    with lance_router(tmp_path, workspace) as router:
+        lance = router.backend("lancedb")
+        resumed = lance.stage(fingerprint={}, resume=True)
+        assert resumed.count() == 3
+        resumed.discard()
+        with pytest.raises(NotFound):
+            lance.stage(fingerprint={}, resume=True)
+        assert len(ids(router, "lancedb")) == 6  # the live generation never moved

@@ -1,0 +1,306 @@
+"""``memory-router serve``: the HTTP JSON API with real requests on loopback.
+
+The server is a real subprocess (keyword-only SQLite over a workspace in a temporary
+folder). One server is shared by the module's read-mostly tests; the token, a backend that
+is down and shutdown each start their own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from serving import Server, child_env, make_config, running_server, server_file, stop
+
+DOWN_PLUGIN = """
+from memory_router import Backend, BackendSpec, BackendStatus, BackendUnavailable, hookimpl
+
+class Down(Backend):
+    def search(self, request):
+        raise BackendUnavailable("sidecar crashed", backend=self.name)
+    def sync(self, snapshot, *, force=False, progress=None):
+        raise BackendUnavailable("sidecar crashed", backend=self.name)
+    def status(self, *, deep=False):
+        return BackendStatus(name=self.name, available=False, error="sidecar crashed")
+
+@hookimpl
+def register_backends(register):
+    register(BackendSpec(name="down", factory=Down))
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    config = make_config(tmp_path_factory.mktemp("serve"), {"serve": {"max_body_bytes": 4096}})
+    with running_server(config) as running:
+        yield running
+
+
+def post(server: Server, path: str, body: object, **kwargs: object) -> httpx.Response:
+    return httpx.post(server.url + path, json=body, timeout=30, **kwargs)  # type: ignore[arg-type]
+
+
+def test_search_store_search_forget(server: Server) -> None:
+    first = post(server, "/search", {"query": "Lisbon conference", "maxResults": 3})
+    assert first.status_code == 200, first.text
+    answer = first.json()
+    assert answer["backend"] == "sqlite"
+    assert answer["mode"] == "keyword"
+    assert answer["results"][0]["path"] == "memory/2026-11-01.md"
+    stored = post(server, "/store", {"text": "The office plant is a fern", "category": "fact"})
+    assert stored.status_code == 201, stored.text
+    entry = stored.json()
+    assert entry["category"] == "fact"
+    found = post(server, "/search", {"query": "office plant fern"}).json()["results"]
+    assert found
+    assert found[0]["entry"]["id"] == entry["id"]
+    listed = httpx.get(server.url + "/entries", timeout=30).json()
+    assert entry["id"] in [e["id"] for e in listed]
+    deleted = httpx.delete(f"{server.url}/entries/{entry['id']}", timeout=30)
+    assert deleted.status_code == 200
+    assert deleted.json()["id"] == entry["id"]
+    again = httpx.delete(f"{server.url}/entries/{entry['id']}", timeout=30)
+    assert again.status_code == 404
+    assert "error" in again.json()
+
+
+def test_get_reads_lines_and_refuses_escapes(server: Server) -> None:
+    got = httpx.get(server.url + "/get", params={"path": "MEMORY.md", "from": 3, "lines": 1})
+    assert got.status_code == 200
+    assert got.json()["text"] == "- Prefers green tea over coffee in the morning."
+    escape = httpx.get(server.url + "/get", params={"path": "../memory-router.toml"})
+    assert escape.status_code == 400
+    assert escape.json()["error"]
+    assert (
+        httpx.get(server.url + "/get", params={"path": "MEMORY.md", "from": "x"}).status_code == 400
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        (b"{not json", 400, "bad JSON"),
+        (b"\xff\xfe{}", 400, "bad JSON"),
+        (b"[1, 2]", 400, "JSON object"),
+        (b'{"maxResults": 3}', 400, "query is required"),
+        (b'{"query": "x", "top_k": 3}', 400, "unknown field 'top_k'"),
+        (b'{"query": "x", "maxResults": "many"}', 400, "max_results must be a whole number"),
+        (b'{"query": "' + b"x" * 5000 + b'"}', 413, "over 4096 bytes"),
+    ],
+)
+def test_bad_requests_get_a_status_and_a_message(
+    server: Server, body: bytes, status: int, message: str
+) -> None:
+    response = httpx.post(
+        server.url + "/search", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == status
+    assert message in response.json()["error"]
+
+
+def test_hostile_query_gives_valid_utf8_json(server: Server) -> None:
+    raw = b'{"query": "tea \\ud800 \\udfff \\u0000 MATCH \\"(*"}'
+    response = httpx.post(
+        server.url + "/search", content=raw, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 200
+    text = response.content.decode("utf-8")  # strict: raises on anything invalid
+    assert json.loads(text)["query"].startswith("tea ? ?")
+
+
+def test_host_and_origin_are_validated(server: Server) -> None:
+    bad_host = httpx.get(server.url + "/status", headers={"Host": "evil.example"})
+    assert bad_host.status_code == 421
+    bad_origin = httpx.get(server.url + "/status", headers={"Origin": "http://evil.example"})
+    assert bad_origin.status_code == 403
+    port = server.url.rsplit(":", 1)[1]
+    local = httpx.get(server.url + "/status", headers={"Origin": f"http://localhost:{port}"})
+    assert local.status_code == 200
+    assert local.json()["chain"] == ["sqlite"]
+
+
+def test_health_and_metrics(server: Server) -> None:
+    health = httpx.get(server.url + "/health")
+    assert health.status_code == 200
+    assert health.json()["backends"]["sqlite"]["ready"] is True
+    post(server, "/search", {"query": "green tea"})
+    metrics = httpx.get(server.url + "/metrics")
+    assert metrics.headers["content-type"].startswith("text/plain")
+    text = metrics.text
+    count = re.search(
+        r'^memory_router_queries_total\{backend="sqlite",outcome="ok"\} (\d+)$', text, re.M
+    )
+    assert count
+    assert int(count[1]) >= 1
+    assert re.search(r'^memory_router_query_seconds_bucket\{le="\+Inf"\} \d+$', text, re.M)
+    assert 'memory_router_breaker_state{backend="sqlite"} 0' in text
+    assert re.search(
+        r'^memory_router_sync_seconds_count\{backend="sqlite",outcome="ok"\} 1$', text, re.M
+    )
+
+
+def test_cli_search_uses_the_running_server(server: Server) -> None:
+    def metric() -> int:
+        text = httpx.get(server.url + "/metrics").text
+        found = re.search(r'queries_total\{backend="sqlite",outcome="ok"\} (\d+)', text)
+        return int(found[1]) if found else 0
+
+    before = metric()
+    command = [sys.executable, "-m", "memory_router", "--config", str(server.config), "search"]
+    result = subprocess.run(
+        [*command, "green tea", "--json"],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["results"][0]["path"] == "MEMORY.md"
+    assert metric() == before + 1  # answered by the server
+    local = subprocess.run(
+        [*command, "green tea", "--local"],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
+    assert local.returncode == 0
+    assert "MEMORY.md:1-4" in local.stdout
+    assert metric() == before + 1  # --local did not ask it
+
+
+def test_token_required_off_loopback(tmp_path: Path) -> None:
+    config = make_config(tmp_path, {"serve": {"token": {"env": "MR_TEST_TOKEN"}}})
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memory_router",
+            "--config",
+            str(config),
+            "serve",
+            "--host",
+            "0.0.0.0",
+        ],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
+    assert refused.returncode == 1
+    assert "token" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    with running_server(config, "--host", "0.0.0.0", env={"MR_TEST_TOKEN": "s3cret"}) as server:
+        assert httpx.get(server.url + "/health").status_code == 200  # health needs no token
+        missing = httpx.get(server.url + "/status")
+        assert missing.status_code == 401
+        assert missing.headers["www-authenticate"] == "Bearer"
+        wrong = httpx.get(server.url + "/status", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        mcp = httpx.post(server.url + "/mcp", json={}, headers={"Authorization": "Bearer nope"})
+        assert mcp.status_code == 401
+        good = httpx.get(server.url + "/status", headers={"Authorization": "Bearer s3cret"})
+        assert good.status_code == 200
+        # The CLI reads the same token from the config and answers through the server.
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "memory_router",
+                "--config",
+                str(config),
+                "search",
+                "tea",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            env=child_env({"MR_TEST_TOKEN": "s3cret"}),
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "Note:" not in result.stderr
+
+
+def health_command(config: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``memory-router health``, the compose health check."""
+    return subprocess.run(
+        [sys.executable, "-m", "memory_router", "--config", str(config), "health"],
+        capture_output=True,
+        text=True,
+        env=child_env(env),
+        timeout=120,
+    )
+
+
+def test_health_reports_a_backend_that_is_down(tmp_path: Path) -> None:
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "down_backend.py").write_text(DOWN_PLUGIN, encoding="utf-8")
+    env = {"PYTHONPATH": str(tmp_path / "plugins"), "MEMORY_ROUTER_PLUGIN_MODULES": "down_backend"}
+    degraded = make_config(tmp_path / "a", {"router": {"chain": ["down", "sqlite"]}})
+    with running_server(degraded, env=env) as server:
+        health = httpx.get(server.url + "/health")
+        assert health.status_code == 200
+        assert health.json()["status"] == "degraded"
+        assert health.json()["backends"]["down"] == {
+            "ready": False,
+            "breaker": "closed",
+            "error": "sidecar crashed",
+        }
+        assert health_command(degraded, env).returncode == 0
+        answer = post(server, "/search", {"query": "green tea"}).json()
+        assert answer["backend"] == "sqlite"
+        assert answer["fallback"]["from"] == "down"
+        assert 'memory_router_fallbacks_total{backend="down",reason="error"} 1' in (
+            httpx.get(server.url + "/metrics").text
+        )
+    down = make_config(tmp_path / "b", {"router": {"chain": ["down"]}})
+    with running_server(down, env=env) as server:
+        health = httpx.get(server.url + "/health")
+        assert health.status_code == 503
+        assert health.json()["status"] == "unavailable"
+        checked = health_command(down, env)
+        assert checked.returncode == 1
+        assert checked.stdout.startswith("unavailable: down down")
+        failed = post(server, "/search", {"query": "green tea"})
+        assert failed.status_code == 503
+        assert "no backend could answer" in failed.json()["error"]
+
+
+def test_sigterm_stops_cleanly_and_the_cli_falls_back(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    with running_server(config) as server:
+        assert server_file(config).exists()
+        assert stop(server.process) == 0
+        assert "stopped" in server.stderr()
+    assert not server_file(config).exists()
+    # A stale server file (a dead pid) is ignored: the CLI searches in-process.
+    server_file(config).write_text(
+        json.dumps(
+            {
+                "url": server.url,
+                "pid": server.process.pid,
+                "agent_id": "main",
+                "workspace": str(tmp_path / "workspace"),
+                "started_at": "x",
+            }
+        ),
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "memory_router", "--config", str(config), "search", "tea"],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
+    assert result.returncode == 0
+    assert "MEMORY.md" in result.stdout
+    assert signal.SIGTERM  # the signal the helper sent

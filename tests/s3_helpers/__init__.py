@@ -1,0 +1,1 @@
+"""A loopback S3-compatible server for the object-storage tests."""
