@@ -1,8 +1,9 @@
 """The HTTP side of ``serve``: the JSON API beside MCP's ``/mcp``, behind one guard.
 
 Routes (``docs/serve.md``): ``POST /search``, ``GET /get``, ``POST /store``,
-``GET /entries``, ``DELETE /entries/{id}``, ``POST /context``, ``POST /capture``,
-``GET /status``, ``GET /health``, ``GET /metrics``, and MCP's streamable HTTP at ``/mcp``.
+``POST /recall``, ``POST /forget``, ``GET /entries``, ``DELETE /entries/{id}``,
+``POST /context``, ``POST /capture``, ``GET /status``, ``GET /health``, ``GET /metrics``,
+and MCP's streamable HTTP at ``/mcp``.
 :class:`Guard` runs before every route: Host and Origin validation (DNS rebinding, as the
 MCP specification asks) and the bearer token; ``/health`` needs no token.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -137,7 +139,7 @@ class Guard:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def endpoint(work: Callable[[Request], Awaitable[Any]], *, created: bool = False) -> Handler:
+def endpoint(work: Callable[[Request], Awaitable[Any]]) -> Handler:
     """A route: ``work``'s value as JSON; errors as ``{"error", "hint"}`` with a status."""
 
     async def handle(request: Request) -> Response:
@@ -152,7 +154,7 @@ def endpoint(work: Callable[[Request], Awaitable[Any]], *, created: bool = False
             return error_response(500, f"unexpected {type(error).__name__}: {error}")
         if isinstance(value, Response):
             return value
-        return json_response(value, 201 if created else 200)
+        return json_response(value)
 
     return handle
 
@@ -215,12 +217,26 @@ def add_routes(server: Any, service: Service, *, limit: int) -> None:
     async def store(request: Request) -> Any:
         options = pick(
             await read_json(request, limit),
-            {"text": "text", "importance": "importance", "category": "category"},
+            {"text": "text", "importance": "importance", "category": "category", "force": "force"},
         )
         if not isinstance(options.get("text"), str):
             raise ApiError(400, "text is required and must be a string")
-        entry = await run_in_threadpool(lambda: service.store(**options))
-        return entry.to_dict()
+        result = await run_in_threadpool(lambda: service.remember(**options))
+        body = {**result.entry.to_dict(), "action": result.action, "similarity": result.similarity}
+        return json_response(body, 201 if result.action == "created" else 200)
+
+    async def recall(request: Request) -> Any:
+        options = pick(
+            await read_json(request, limit),
+            {"query": "query", "category": "category", "limit": "limit"},
+        )
+        if not isinstance(options.get("query"), str):
+            raise ApiError(400, "query is required and must be a string")
+        return (await run_in_threadpool(lambda: service.recall(**options))).to_dict()
+
+    async def forget_query(request: Request) -> Any:
+        options = pick(await read_json(request, limit), {"id": "entry_id", "query": "query"})
+        return (await run_in_threadpool(lambda: service.forget_entry(**options))).to_dict()
 
     async def entries(request: Request) -> Any:
         found = await run_in_threadpool(service.router.entries)
@@ -232,7 +248,9 @@ def add_routes(server: Any, service: Service, *, limit: int) -> None:
 
     route("/search", methods=["POST"])(endpoint(search))
     route("/get", methods=["GET"])(endpoint(get))
-    route("/store", methods=["POST"])(endpoint(store, created=True))
+    route("/store", methods=["POST"])(endpoint(store))
+    route("/recall", methods=["POST"])(endpoint(recall))
+    route("/forget", methods=["POST"])(endpoint(forget_query))
     route("/entries", methods=["GET"])(endpoint(entries))
     route("/entries/{entry_id}", methods=["DELETE"])(endpoint(forget))
     _helper_routes(route, service, limit=limit)
@@ -273,7 +291,7 @@ def _ops_routes(route: Any, service: Service) -> None:
         result = (await run_in_threadpool(service.status)).to_dict()
         result["server"] = {
             "watcher": service.watcher_stats(),
-            "uptime_s": service.health().get("uptime_s"),
+            "uptime_s": round(time.time() - service.started_at, 3),
         }
         return result
 

@@ -18,7 +18,15 @@ from pydantic import Field
 from memory_router import MemoryRouterError, __version__, capture, recall_block
 
 from ._service import Service
-from ._shapes import clean, entry_result, one_line, search_result
+from ._shapes import (
+    clean,
+    entry_result,
+    forget_result,
+    one_line,
+    recall_result,
+    search_result,
+    store_result,
+)
 
 T = TypeVar("T")
 
@@ -42,10 +50,19 @@ GET_DOC = (
 )
 STORE_DOC = (
     "Store a durable memory (a preference, fact, decision or contact) the user wants kept "
-    "across sessions. It is journaled in the workspace's Markdown and searchable after the "
-    "next sync. Do not store secrets or anything the user asked to keep private."
+    "across sessions. It is journaled in the workspace's Markdown and searchable at once. "
+    "A near-identical memory is not stored twice (action 'duplicate' names it; force "
+    "stores anyway). Do not store secrets or anything the user asked to keep private."
 )
-FORGET_DOC = "Delete a stored memory by its id (from memory_store or a search result's entry)."
+RECALL_DOC = (
+    "Recall stored memories (entries from memory_store, not whole notes) most similar to "
+    "a query, optionally of one category, ranked by similarity, importance and recency. "
+    "Use memory_search to search everything, notes included."
+)
+FORGET_DOC = (
+    "Delete a stored memory: by id, or by a query that matches exactly one memory closely. "
+    "Otherwise nothing is deleted and the closest candidates come back with their ids."
+)
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 DELETES = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
@@ -106,14 +123,27 @@ def _write_tools(server: MCPServer[Any], service: Service) -> None:
         text: str,
         importance: Annotated[float, Field(ge=0, le=1)] = 0.7,
         category: CategoryName = "other",
+        force: bool = False,
     ) -> dict[str, Any]:
-        entry = guarded(lambda: service.store(text, importance=importance, category=category))
-        return clean({"action": "created", "id": entry.id, "entry": entry_result(entry)})  # type: ignore[no-any-return]
+        result = guarded(
+            lambda: service.remember(text, importance=importance, category=category, force=force)
+        )
+        return store_result(result)
+
+    @server.tool(description=RECALL_DOC, annotations=READ_ONLY)
+    def memory_recall(
+        query: str,
+        category: CategoryName | None = None,
+        limit: Annotated[int | None, Field(ge=1, le=50)] = None,
+    ) -> dict[str, Any]:
+        return recall_result(guarded(lambda: service.recall(query, category=category, limit=limit)))
 
     @server.tool(description=FORGET_DOC, annotations=DELETES)
-    def memory_forget(id: str) -> dict[str, Any]:
-        entry = guarded(lambda: service.forget(id))
-        return clean({"action": "deleted", "id": entry.id, "entry": entry_result(entry)})  # type: ignore[no-any-return]
+    def memory_forget(
+        id: str | None = None,
+        query: str | None = None,
+    ) -> dict[str, Any]:
+        return forget_result(guarded(lambda: service.forget_entry(entry_id=id, query=query)))
 
 
 def _helper_tools(server: MCPServer[Any], service: Service) -> None:

@@ -105,9 +105,9 @@ class Metrics:
             yield f"memory_router_fallbacks_total{{{labels}}} {n}"
 
     def _writes(self) -> Iterable[str]:
-        yield "# HELP memory_router_entries_total Entries stored and forgotten."
+        yield "# HELP memory_router_entries_total Entries stored, refused as duplicates, forgotten."
         yield "# TYPE memory_router_entries_total counter"
-        for op in ("stores", "forgets"):
+        for op in ("stores", "duplicates", "forgets"):
             yield f'memory_router_entries_total{{op="{op[:-1]}"}} {self.counters[op]}'
 
     def _syncs(self) -> Iterable[str]:

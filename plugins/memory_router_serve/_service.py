@@ -17,10 +17,13 @@ from typing import Any
 from memory_router import (
     Entry,
     FileText,
+    ForgetResult,
     MemoryRouterError,
+    RecallResult,
     Router,
     RouterStatus,
     SearchResponse,
+    StoreResult,
 )
 
 from ._metrics import Metrics
@@ -136,15 +139,26 @@ class Service:
     def get(self, path: str, *, from_line: int | None, lines: int | None) -> FileText:
         return self.router.get(path, from_line=from_line, lines=lines)
 
-    def store(self, text: str, **options: Any) -> Entry:
-        entry = self.router.store(text, **options)
-        self.metrics.count("stores")
-        return entry
+    def remember(self, text: str, **options: Any) -> StoreResult:
+        """Store ``text`` unless a near-identical entry exists (``Router.remember``)."""
+        result = self.router.remember(text, **options)
+        self.metrics.count("stores" if result.action == "created" else "duplicates")
+        return result
+
+    def recall(self, query: str, **options: Any) -> RecallResult:
+        return self.router.recall(query, **options)
 
     def forget(self, entry_id: str) -> Entry:
         entry = self.router.forget(entry_id)
         self.metrics.count("forgets")
         return entry
+
+    def forget_entry(self, **options: Any) -> ForgetResult:
+        """Forget by id, or by a query that matches exactly one entry (``Router.forget_entry``)."""
+        result = self.router.forget_entry(**options)
+        if result.action == "deleted":
+            self.metrics.count("forgets")
+        return result
 
     def status(self) -> RouterStatus:
         return self.router.status()

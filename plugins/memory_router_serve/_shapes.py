@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory_router import Entry, MemoryRouterError, SearchResponse
+from memory_router import (
+    Entry,
+    EntryMatch,
+    ForgetResult,
+    MemoryRouterError,
+    RecallResult,
+    SearchResponse,
+    StoreResult,
+)
 
 
 def clean(value: Any) -> Any:
@@ -76,3 +84,49 @@ def entry_result(entry: Entry) -> dict[str, Any]:
         "importance": entry.importance,
         "createdAt": entry.created_at.isoformat(),
     }
+
+
+def match_result(match: EntryMatch) -> dict[str, Any]:
+    return {
+        **entry_result(match.entry),
+        "score": round(match.score, 4),
+        "similarity": round(match.similarity, 4),
+        "path": match.path,
+        "startLine": match.start_line,
+        "endLine": match.end_line,
+    }
+
+
+def store_result(result: StoreResult) -> dict[str, Any]:
+    """OpenClaw's ``memory_store`` answer: ``created``, or ``duplicate`` with the existing one."""
+    answer: dict[str, Any] = {
+        "action": result.action,
+        "id": result.entry.id,
+        "entry": entry_result(result.entry),
+    }
+    if result.action == "duplicate":
+        answer["existingId"] = result.entry.id
+        answer["existingText"] = result.entry.text
+        answer["similarity"] = result.similarity
+    return clean(answer)  # type: ignore[no-any-return]
+
+
+def recall_result(result: RecallResult) -> dict[str, Any]:
+    """OpenClaw's ``memory_recall`` answer: ``{count, memories}``, best first."""
+    memories = [match_result(m) for m in result.results]
+    return clean({"count": len(memories), "memories": memories, "method": result.method})  # type: ignore[no-any-return]
+
+
+def forget_result(result: ForgetResult) -> dict[str, Any]:
+    """``deleted`` with the entry, or ``candidates`` to pick an id from."""
+    if result.deleted is not None:
+        entry = result.deleted
+        return clean({"action": "deleted", "id": entry.id, "entry": entry_result(entry)})  # type: ignore[no-any-return]
+    candidates = [match_result(m) for m in result.candidates]
+    message = (
+        "No entry matches closely enough; nothing was deleted."
+        if not candidates
+        else "Several entries (or none closely enough) match; nothing was deleted. "
+        "Call memory_forget again with the id of the one to delete."
+    )
+    return clean({"action": "candidates", "candidates": candidates, "message": message})  # type: ignore[no-any-return]

@@ -4,8 +4,9 @@
 ``<relevant-memories>`` block within a character budget, for the host to put in front of
 the prompt. :func:`capture` picks the user messages worth keeping (a trigger such as
 "remember", "I prefer", "we decided", a phone number or an e-mail; no markup, no prompt
-injection, at most ``[capture] max_chars``) and stores them through the router, so the
-entries journal holds them; at most ``max_per_conversation`` per conversation.
+injection, at most ``[capture] max_chars``) and stores them through the router's
+duplicate check (``Router.remember``), so the entries journal holds them; at most
+``max_per_conversation`` per conversation.
 """
 
 from __future__ import annotations
@@ -199,9 +200,14 @@ def capture(router: Router, messages: Iterable[Any], *, conversation_id: str) ->
             skipped.append(reason)
             continue
         clean = text.strip()
-        stored.append(
-            router.store(clean, importance=settings.importance, category=capture_category(clean))
+        result = router.remember(
+            clean, importance=settings.importance, category=capture_category(clean)
         )
+        if result.action == "created":
+            stored.append(result.entry)
+        else:  # a near-identical entry exists: nothing stored, the slot is given back
+            _release(state_path, conversation_id)
+            skipped.append(f"duplicate of entry {result.entry.id}")
     return CaptureResult(stored=tuple(stored), skipped=tuple(skipped))
 
 
@@ -217,3 +223,11 @@ def _claim(path: Any, conversation_id: str, limit: int) -> bool:
 
     update_state(path, change)
     return claimed[0]
+
+
+def _release(path: Any, conversation_id: str) -> None:
+    def change(state: dict[str, Any]) -> dict[str, Any]:
+        used = state.get(conversation_id, 0)
+        return {**state, conversation_id: max(0, used - 1) if isinstance(used, int) else 0}
+
+    update_state(path, change)

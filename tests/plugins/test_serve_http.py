@@ -63,11 +63,24 @@ def test_search_store_search_forget(server: Server) -> None:
     assert found[0]["entry"]["id"] == entry["id"]
     listed = httpx.get(server.url + "/entries", timeout=30).json()
     assert entry["id"] in [e["id"] for e in listed]
+    twice = post(server, "/store", {"text": "the office plant is a FERN"})
+    assert twice.status_code == 200
+    assert (twice.json()["action"], twice.json()["id"]) == ("duplicate", entry["id"])
+    recalled = post(server, "/recall", {"query": "fern plant", "category": "fact"}).json()
+    assert [m["entry"]["id"] for m in recalled["results"]] == [entry["id"]]
+    unsure = post(server, "/forget", {"query": "plant"}).json()
+    assert unsure["action"] == "candidates"
+    assert unsure["deleted"] is None
     deleted = httpx.delete(f"{server.url}/entries/{entry['id']}", timeout=30)
     assert deleted.status_code == 200
     assert deleted.json()["id"] == entry["id"]
     again = httpx.delete(f"{server.url}/entries/{entry['id']}", timeout=30)
     assert again.status_code == 404
+    gone = post(server, "/store", {"text": "Parking is on level 3"}).json()
+    by_query = post(server, "/forget", {"query": "parking is on level 3"}).json()
+    assert by_query["action"] == "deleted"
+    assert by_query["deleted"]["id"] == gone["id"]
+    assert post(server, "/forget", {}).status_code == 400
     assert "error" in again.json()
 
 

@@ -23,6 +23,7 @@ TOOLS = {
     "memory_get",
     "memory_store",
     "memory_forget",
+    "memory_recall",
     "memory_status",
     "memory_context",
     "memory_capture",
@@ -64,8 +65,26 @@ async def exercise(session: ClientSession) -> None:
     assert stored.structured_content["action"] == "created"
     again = await call(session, "memory_search", {"query": "fern"})
     assert again.structured_content["results"][0]["entry"]["id"] == entry_id
-    forgot = await call(session, "memory_forget", {"id": entry_id})
+    twice = await call(session, "memory_store", {"text": "remember the FERN", "category": "fact"})
+    assert twice.structured_content["action"] == "duplicate"
+    assert twice.structured_content["existingId"] == entry_id
+    recalled = await call(session, "memory_recall", {"query": "fern", "category": "fact"})
+    assert recalled.structured_content["count"] == 1
+    assert recalled.structured_content["memories"][0]["id"] == entry_id
+    none = await call(session, "memory_recall", {"query": "fern", "category": "decision"})
+    assert none.structured_content["count"] == 0
+    unsure = await call(session, "memory_forget", {"query": "fern"})
+    assert unsure.structured_content["action"] == "candidates"
+    assert unsure.structured_content["candidates"][0]["id"] == entry_id
+    forgot = await call(session, "memory_forget", {"query": "Remember the fern"})
     assert forgot.structured_content["action"] == "deleted"
+    assert forgot.structured_content["id"] == entry_id
+    other = await call(session, "memory_store", {"text": "The boiler code is 4411"})
+    other_id = other.structured_content["id"]
+    by_id = await call(session, "memory_forget", {"id": other_id})
+    assert by_id.structured_content["entry"]["text"] == "The boiler code is 4411"
+    neither = await call(session, "memory_forget", {})
+    assert neither.is_error
 
     status = await call(session, "memory_status", {})
     assert status.structured_content["chain"] == ["sqlite"]

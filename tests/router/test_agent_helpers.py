@@ -173,7 +173,11 @@ def test_capture_stores_user_messages_at_most_three_per_conversation(config_path
         assert more.stored == ()
         assert "already 3 captures" in more.skipped[0]
         assert len(capture(router, ["Remember the code is 1234"], conversation_id="c2").stored) == 1
-        assert len(router.entries()) == 4  # journaled: the Markdown keeps them
+        duplicate = capture(router, ["remember the code is 1234!"], conversation_id="c3")
+        assert duplicate.stored == ()
+        assert duplicate.skipped[0].startswith("duplicate of entry")
+        assert len(capture(router, ["I need a standing desk"], conversation_id="c3").stored) == 1
+        assert len(router.entries()) == 5  # journaled: the Markdown keeps them
         hits = router.search("Miso dog").results
         assert hits
         assert "Miso" in hits[0].snippet
