@@ -1,12 +1,16 @@
 """Local embedding routes on this machine: chunks per second, query latency, agreement.
 
-Routes: the numpy MiniLM (always), llama.cpp with a GGUF converted from the same MiniLM
-weights (when llama-cpp-python is installed), and onnxruntime / sentence-transformers when
-importable and verified. Chunks are ~300-token slices of Python standard-library docs
-(every route truncates them at 256 word pieces). Agreement is the per-chunk cosine
-against the numpy route.
+Routes: the numpy MiniLM as it ran before issue #12 (multi-threaded BLAS, one batch at a
+time) and as it runs now (one BLAS thread per batch, batches side by side), the verified
+onnxruntime route, the int8 route (``minilm-int8``), and llama.cpp with a GGUF converted
+from the same weights (``--llama``). Chunks are ~300-token slices of Python
+standard-library docs (every route truncates them at 256 word pieces).
 
-    .venv/bin/python bench/bench_embeddings.py [--chunks 200] [--threads 2]
+The routes take turns for ``--rounds`` rounds, so load from other processes hits them
+alike; each figure is the median over rounds and each ratio the median of the per-round
+ratios against the first route. Agreement is the per-chunk cosine against numpy.
+
+    .venv/bin/python bench/bench_embeddings.py [--chunks 48] [--rounds 3] [--threads N]
 """
 
 from __future__ import annotations
@@ -49,14 +53,52 @@ def corpus(count: int, chars: int = 1300) -> list[str]:
     return chunks[:count]
 
 
-def numpy_route(threads: int) -> tuple[Encode, Callable[[str], object]]:
+def routes(threads: int, folder: Path, llama: bool) -> dict[str, Encode]:
     from memory_router_minilm import MiniLMProvider, model_dir
+    from memory_router_minilm._bert import encode_batches
+    from memory_router_minilm._provider import _blas_threads
 
-    provider = MiniLMProvider(model_dir(), threads=threads, allow_fast=False)
-    return provider.encode_numpy, provider.embed_query
+    numpy_now = MiniLMProvider(model_dir(), threads=threads, allow_fast=False)
+    inputs = numpy_now.route_inputs()
+
+    def numpy_before(texts: Sequence[str]) -> np.ndarray:
+        encodings = inputs.tokenizer.encode_batch(list(texts))
+        with _blas_threads(threads):
+            return encode_batches(encodings, 16, inputs.encoder.encode, dims=384)
+
+    found: dict[str, Encode] = {
+        "numpy, before (BLAS threads, batches of 16 in turn)": numpy_before,
+        "numpy, now (1 BLAS thread a batch, batches side by side)": numpy_now.encode,
+    }
+    fast = MiniLMProvider(model_dir(), threads=threads)
+    fast.encode(["warm"] * 8)
+    if fast.route != "numpy":
+        found[f"{fast.route} fp32 (the default when installed)"] = fast.encode
+    int8 = int8_route(threads)
+    if int8 is not None:
+        found["onnxruntime int8 (`minilm-int8`, opt-in)"] = int8
+    if llama:
+        route = llama_route(threads, folder)
+        if route is not None:
+            found["llama.cpp GGUF f32"] = route
+    return found
 
 
-def llama_route(threads: int, folder: Path) -> tuple[Encode, Callable[[str], object]] | None:
+def int8_route(threads: int) -> Encode | None:
+    try:
+        from memory_router_minilm import MiniLMInt8Provider, model_dir
+    except ImportError:
+        return None
+    provider = MiniLMInt8Provider(model_dir(), threads=threads)
+    try:
+        provider.encode(["warm"] * 8)
+    except Exception as error:  # not installed: reported, not fatal
+        print(f"int8 route unavailable: {error}")
+        return None
+    return provider.encode
+
+
+def llama_route(threads: int, folder: Path) -> Encode | None:
     if importlib.util.find_spec("llama_cpp") is None:
         return None
     from memory_router_llama import LlamaProvider, convert_bert
@@ -68,33 +110,16 @@ def llama_route(threads: int, folder: Path) -> tuple[Encode, Callable[[str], obj
     def encode(texts: Sequence[str]) -> np.ndarray:
         return np.asarray(provider.embed_documents(texts), dtype=np.float32)
 
-    return encode, provider.embed_query
+    return encode
 
 
-def fast_route() -> tuple[str, Encode] | None:
-    from memory_router_minilm import MiniLMProvider, model_dir
-    from memory_router_minilm._fast import pick_fast_route
-
-    reference = MiniLMProvider(model_dir(), allow_fast=False)
-    return pick_fast_route(model_dir(), reference.encode_numpy)
-
-
-def measure(encode: Encode, query: Callable[[str], object], chunks: list[str]) -> dict[str, float]:
-    query("warm up")
-    started = time.perf_counter()
-    vectors = encode(chunks)
-    elapsed = time.perf_counter() - started
+def query_ms(encode: Encode) -> float:
     latencies = []
-    for i in range(20):
-        t = time.perf_counter()
-        query(f"what did we decide about the deploy schedule {i}")
-        latencies.append((time.perf_counter() - t) * 1000)
-    return {
-        "chunks_per_s": len(chunks) / elapsed,
-        "seconds": elapsed,
-        "query_ms": statistics.median(latencies),
-        "vectors": vectors,  # type: ignore[dict-item]
-    }
+    for i in range(10):
+        started = time.perf_counter()
+        encode([f"what did we decide about the deploy schedule {i}"])
+        latencies.append((time.perf_counter() - started) * 1000)
+    return statistics.median(latencies)
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -105,37 +130,38 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=int, default=200)
+    parser.add_argument("--chunks", type=int, default=48)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--llama", action="store_true", help="also time llama.cpp (slow)")
     args = parser.parse_args()
     chunks = corpus(args.chunks)
-    print(f"{len(chunks)} chunks, {args.threads} threads, cpu_count={os.cpu_count()}")
-    results: dict[str, dict[str, float]] = {}
+    print(f"{len(chunks)} chunks x {args.rounds} rounds, {args.threads} threads, "
+          f"cpu_count={os.cpu_count()}, load before {os.getloadavg()[0]:.1f}")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
-        routes: dict[str, tuple[Encode, Callable[[str], object]] | None] = {
-            "numpy MiniLM": numpy_route(args.threads),
-            "llama.cpp GGUF f32": llama_route(args.threads, Path(tmp)),
-        }
-        fast = fast_route()
-        if fast is not None:
-            routes[fast[0]] = (fast[1], lambda q: fast[1]([q]))
-        for name, route in routes.items():
-            if route is None:
-                print(f"{name}: not available")
-                continue
-            results[name] = measure(*route, chunks)
-    reference = results["numpy MiniLM"]["vectors"]
-    print(
-        f"| route | chunks/s | {len(chunks)} chunks (s) | query latency (ms, median of 20)"
-        " | cos vs numpy mean / min |"
-    )
-    print("|---|---|---|---|---|")
-    for name, r in results.items():
-        cos = cosines(np.asarray(r["vectors"]), np.asarray(reference))
-        print(
-            f"| {name} | {r['chunks_per_s']:.1f} | {r['seconds']:.1f} | {r['query_ms']:.1f} "
-            f"| {cos.mean():.6f} / {cos.min():.6f} |"
-        )
+        found = routes(args.threads, Path(tmp), args.llama)
+        speeds: dict[str, list[float]] = {name: [] for name in found}
+        vectors: dict[str, np.ndarray] = {}
+        for _ in range(args.rounds):
+            for name, encode in found.items():
+                started = time.perf_counter()
+                vectors[name] = np.asarray(encode(chunks))
+                speeds[name].append(len(chunks) / (time.perf_counter() - started))
+        latency = {name: query_ms(encode) for name, encode in found.items()}
+    before, now = list(found)[:2]
+    reference = vectors[before]
+    print(f"load after {os.getloadavg()[0]:.1f}")
+    print("| route | chunks/s (median) | × numpy before | × numpy now | query ms "
+          "| cos vs numpy mean / min |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for name, runs in speeds.items():
+        ratios = [
+            statistics.median(r / b for r, b in zip(runs, speeds[base], strict=True))
+            for base in (before, now)
+        ]
+        cos = cosines(vectors[name], reference)
+        print(f"| {name} | {statistics.median(runs):.1f} | {ratios[0]:.2f} | {ratios[1]:.2f} "
+              f"| {latency[name]:.1f} | {cos.mean():.6f} / {cos.min():.6f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -95,6 +95,8 @@ class Scores:
     by_category: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
     latency_ms: list[float] = field(default_factory=list)
     skipped: int = 0
+    index_s: float = 0.0
+    chunks: int = 0
 
 
 def evaluate(
@@ -124,7 +126,7 @@ def run(args: argparse.Namespace) -> Scores:
     data = json.loads(DATA.read_text(encoding="utf-8"))
     scores = Scores()
     with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
-        for index, sample in enumerate(data):
+        for index, sample in enumerate(data[: args.conversations or None]):
             conv = build(sample)
             base = Path(tmp) / f"conv-{index}"
             workspace = testing.write_workspace(base / "ws", conv.files)
@@ -143,7 +145,10 @@ def run(args: argparse.Namespace) -> Scores:
                 **({"cache": {"path": str(Path(args.cache).resolve())}} if args.cache else {}),
             )
             with Router.from_config(config, plugins=[testing]) as router:
-                router.sync()
+                started = time.perf_counter()
+                report = router.sync()[0]
+                scores.index_s += time.perf_counter() - started
+                scores.chunks += report.chunks
                 evaluate(sample, conv, router, args.k, scores)
     return scores
 
@@ -155,6 +160,9 @@ def main() -> None:
     parser.add_argument("--embedding", default="none", help="provider name; none = keyword-only")
     parser.add_argument("--decay", action="store_true", help="enable temporal decay (30 days)")
     parser.add_argument("-k", type=int, default=10)
+    parser.add_argument(
+        "--conversations", type=int, default=0, help="only the first N conversations (0: all)"
+    )
     parser.add_argument(
         "--hybrid-keyword",
         choices=["and", "or"],
@@ -183,6 +191,8 @@ def main() -> None:
     for category in sorted(scores.by_category):
         values = scores.by_category[category]
         print(f"  category {category}: n={len(values)} turn recall={statistics.fmean(values):.4f}")
+    print(f"first index: {scores.chunks} chunks in {scores.index_s:.1f} s"
+          f" ({scores.chunks / max(scores.index_s, 1e-9):.1f} chunks/s)")  # fmt: skip
     p50 = statistics.median(scores.latency_ms)
     print(f"search p50 {p50:.1f} ms; total {time.perf_counter() - started:.1f} s")
 

@@ -400,10 +400,11 @@ def test_fallback_is_shown_when_the_first_backend_fails(
     result = run(["--config", str(config), "search", "Lisbon", "--min-score", "0"], pm=pm)
     assert result.exit_code == 0, result.output
     assert "Answered by sqlite" in result.stdout
-    assert "Fallback: broken failed: sidecar crashed" in result.stdout
+    assert "Fallback: broken failed: index sync failed: sidecar crashed" in result.stdout
     as_json = run(["--config", str(config), "search", "Lisbon", "--json"], pm=pm)
     fallback = json.loads(as_json.stdout)["fallback"]
-    assert (fallback["from"], fallback["reason"]) == ("broken", "sidecar crashed")
+    assert fallback["from"] == "broken"
+    assert fallback["reason"] == "index sync failed: sidecar crashed"
 
 
 def test_index_reports_a_failing_backend(

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from memory_router import Router, testing
 from memory_router.cli import build_cli
 
 ConfigWriter = Callable[..., Path]
@@ -285,7 +284,7 @@ def test_a_multi_word_query_needs_no_quotes(config: Path) -> None:
 @contextlib.contextmanager
 def indexing_elsewhere(config: Path) -> Iterator[None]:
     """Hold the agent's index lock the way another process's ``index`` does."""
-    path = config.parent / "state/agents/main/index.lock"
+    path = config.parent / "state/agents/main/sqlite/index.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT)
     try:
@@ -304,10 +303,10 @@ def test_a_search_during_another_index_answers_from_the_existing_index(config: P
         waited = run("--config", str(config), "index", "--wait", "0.2")
     data = json.loads(result.output)
     assert data["results"][0]["path"] == "memory/2026-11-01.md"
-    assert any("process 4242 is already building the index" in n for n in data["notes"])
+    assert any("process 4242 is already building the sqlite index" in n for n in data["notes"])
     assert not list(index_path(config).parent.glob("memory.sqlite.tmp-*"))
     assert waited.exit_code == 1
-    assert "Error: process 4242 is already building the index of agent 'main'" in waited.output
+    assert "Error: process 4242 is already building the sqlite index of agent 'main'" in waited.output
     assert "Hint: let it finish" in waited.output
 
 
@@ -341,22 +340,6 @@ def test_two_concurrent_index_processes_build_once(
     assert waited["unchanged"] == 40
     assert waited["chunks"] == built["chunks"] == 40
     assert not list(state.glob("memory.sqlite.tmp-*"))
-
-
-def test_progress_counts_chunks_embedded(
-    config: Path, write_config: ConfigWriter, hashing: str
-) -> None:
-    seen: list[tuple[int, int, str]] = []
-
-    def progress(*, done: int, total: int, label: str) -> None:
-        seen.append((done, total, label))
-
-    hashed = write_config(hashing, name="hash.toml")
-    with Router.from_config(str(hashed), plugins=[testing]) as router:
-        report = router.sync(progress=progress)[0]
-    embedding = [s for s in seen if s[2] == "embedding chunks"]
-    assert embedding[0] == (0, report.chunks, "embedding chunks")
-    assert embedding[-1] == (report.chunks, report.chunks, "embedding chunks")
 
 
 # -- the README's quick start ------------------------------------------------------------

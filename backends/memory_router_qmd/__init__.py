@@ -1,19 +1,31 @@
 """The ``qmd`` backend: QMD (``@tobilu/qmd``, Node >= 22) as a supervised sidecar.
 
 Install QMD with ``scripts/install-qmd.sh``; configure it under ``[backends.qmd]``
-(:class:`QmdSettings`) and put ``"qmd"`` in ``[router] chain``.
+(:class:`QmdSettings`) and put ``"qmd"`` in ``[router] chain``. The backend's modules load
+when it is first built, not when the plugin is discovered.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from memory_router import BackendSpec, hookimpl
+from memory_router import Backend, BackendContext, BackendSpec, hookimpl, lazy_exports
 
-from ._backend import QmdBackend
 from ._settings import MODES, QmdModels, QmdSettings
 
+if TYPE_CHECKING:
+    from ._backend import QmdBackend
+
 __all__ = ["QmdBackend", "QmdModels", "QmdSettings", "register_backends"]
+__getattr__ = lazy_exports(__name__, {"QmdBackend": "._backend"})
+
+
+def create(context: BackendContext) -> Backend:
+    """The backend factory: imports the sidecar machinery on first use."""
+    from ._backend import QmdBackend
+
+    return QmdBackend(context)
 
 
 @hookimpl
@@ -21,7 +33,7 @@ def register_backends(register: Callable[[BackendSpec], None]) -> None:
     register(
         BackendSpec(
             name="qmd",
-            factory=QmdBackend,
+            factory=create,
             settings=QmdSettings,
             description="QMD CLI as a sidecar: BM25 search, vsearch, query (Node >= 22)",
             modes=MODES,

@@ -46,6 +46,8 @@ from ._update import UpdateCycle
 class QmdBackend(Backend):
     """Search through QMD; see the package docstring for the whole contract."""
 
+    sync_in_background = True
+
     def __init__(self, context: BackendContext) -> None:
         super().__init__(context)
         self.settings: QmdSettings = context.settings or QmdSettings()
@@ -63,7 +65,11 @@ class QmdBackend(Backend):
         self._line_maps = load_line_maps(self.export_dir)
         self._lock = threading.Lock()
         self._version: str | None = None
-        self.sidecar = McpSidecar(self.runner, start_timeout=self.settings.command_timeout_s)
+        self.sidecar = McpSidecar(
+            self.runner,
+            start_timeout=self.settings.command_timeout_s,
+            max_backoff=context.config.router.breaker.cooldown_s,
+        )
         self.cycle = UpdateCycle(
             self.runner,
             update_timeout=self.settings.update_timeout_s,

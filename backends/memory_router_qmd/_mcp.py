@@ -2,8 +2,9 @@
 
 One long-lived child answers ``tools/call`` requests; a reader thread matches answers to
 callers by id, another keeps the last 2 KB of stderr. The supervisor restarts a dead
-child on the next call, after a backoff that doubles with each crash (1 s … 60 s) and
-resets after a good answer. A call that times out kills the child's process group (a
+child on the next call, after a backoff that doubles with each crash (1 s … 60 s, never
+longer than the router's breaker cooldown, so a half-open probe may always restart it)
+and resets after a good answer. A call that times out kills the child's process group (a
 hung child would block every later call); a child that prints something other than
 JSON-RPC on stdout is killed too, and every waiting call fails at once with that line.
 """
@@ -149,9 +150,12 @@ class McpSidecar:
     ``status()`` reports pid, restarts, crashes and the last error for ``status --deep``.
     """
 
-    def __init__(self, runner: QmdRunner, *, start_timeout: float) -> None:
+    def __init__(
+        self, runner: QmdRunner, *, start_timeout: float, max_backoff: float = _BACKOFF_MAX
+    ) -> None:
         self.runner = runner
         self.start_timeout = start_timeout
+        self.max_backoff = max(0.0, min(_BACKOFF_MAX, max_backoff))
         self._child: _Child | None = None
         self._lock = threading.Lock()
         self._id_lock = threading.Lock()
@@ -225,7 +229,7 @@ class McpSidecar:
 
     def _record_failure(self, message: str) -> None:
         self.last_error = message
-        self._backoff = min(_BACKOFF_MAX, max(_BACKOFF_START, self._backoff * 2))
+        self._backoff = min(self.max_backoff, max(_BACKOFF_START, self._backoff * 2))
         self._retry_at = time.monotonic() + self._backoff
 
     def _exited(self, child: _Child, code: int) -> None:

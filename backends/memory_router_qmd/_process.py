@@ -3,14 +3,14 @@
 Every child gets the same environment (per-agent ``XDG_CACHE_HOME``/``XDG_CONFIG_HOME``
 under the backend's state directory, ``NO_COLOR=1``, ``QMD_FORCE_CPU=1``, no inherited
 ``CI`` — which would disable every model operation — and ``PWD`` equal to a neutral
-working directory, because QMD resolves ``.`` from ``$PWD``). Each child starts in a new
-session, so a timeout kills the whole process group (SIGTERM, a grace period, SIGKILL):
-killing only QMD's launcher would orphan its worker.
+working directory, because QMD resolves ``.`` from ``$PWD``). Each child starts under
+:func:`memory_router.spawn_child`, in a process group of its own that dies with this
+process however it ends; a timeout kills the whole group (SIGTERM, a grace period,
+SIGKILL): killing only QMD's launcher would orphan its worker.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -20,7 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_router import BackendError, BackendTimeout, BackendUnavailable
+from memory_router import (
+    BackendError,
+    BackendTimeout,
+    BackendUnavailable,
+    signal_child,
+    spawn_child,
+)
 
 from ._locate import QmdCommand
 
@@ -113,7 +119,7 @@ class QmdRunner:
     def spawn(self, args: Sequence[str], *, stdin: bool = False) -> subprocess.Popen[str]:
         """Start QMD in its own session with both output streams piped."""
         try:
-            return subprocess.Popen(
+            return spawn_child(
                 self.argv(*args),
                 stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -123,7 +129,6 @@ class QmdRunner:
                 text=True,
                 encoding="utf-8",
                 errors="replace",
-                start_new_session=True,
             )
         except OSError as error:
             raise BackendUnavailable(
@@ -226,5 +231,4 @@ def terminate(process: subprocess.Popen[str], grace: float) -> None:
 
 
 def _signal_group(process: subprocess.Popen[str], sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)
+    signal_child(process, sig)

@@ -100,6 +100,7 @@ class UpdateCycle:
         self._failures = {"update": 0, "embed": 0}
         self._retry_at = {"update": 0.0, "embed": 0.0}
         self._lock = threading.Lock()
+        self._generation = 0  # cycles finished
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -131,23 +132,40 @@ class UpdateCycle:
             )
 
     def run(self, *, force: bool, embed_force: bool = False) -> tuple[Outcome, Outcome]:
-        """One cycle; ``force`` ignores failure backoff. Raises when ``update`` fails."""
-        with self._lock:
-            if self._stop.is_set():
-                raise BackendError("backend is closed", backend=self.runner.backend)
-            try:
-                self.prepare()
-            except OSError as error:
+        """One cycle; ``force`` ignores failure backoff. Raises when ``update`` fails.
+
+        A call that finds a cycle running waits for it; if that cycle's ``update`` failed,
+        the call fails with it at once instead of giving a sick QMD a second full timeout.
+        """
+        if not self._lock.acquire(blocking=False):
+            generation = self._generation
+            self._lock.acquire()
+            failed = self.last_update
+            if generation != self._generation and failed and failed.status == "failed":
+                self._lock.release()
                 raise BackendError(
-                    f"cannot write QMD's index configuration: {error}", backend=self.runner.backend
-                ) from error
-            update = self._step("update", ["update"], self.update_timeout, force=force)
-            if update.status == "failed":
-                raise BackendError(
-                    f"qmd update failed: {update.error}", backend=self.runner.backend
+                    f"qmd update failed: {failed.error}", backend=self.runner.backend
                 )
-            embed = self._embed(force=force, embed_force=embed_force)
-            return update, embed
+        try:
+            return self._cycle(force=force, embed_force=embed_force)
+        finally:
+            self._generation += 1
+            self._lock.release()
+
+    def _cycle(self, *, force: bool, embed_force: bool) -> tuple[Outcome, Outcome]:
+        if self._stop.is_set():
+            raise BackendError("backend is closed", backend=self.runner.backend)
+        try:
+            self.prepare()
+        except OSError as error:
+            raise BackendError(
+                f"cannot write QMD's index configuration: {error}", backend=self.runner.backend
+            ) from error
+        update = self._step("update", ["update"], self.update_timeout, force=force)
+        if update.status == "failed":
+            raise BackendError(f"qmd update failed: {update.error}", backend=self.runner.backend)
+        embed = self._embed(force=force, embed_force=embed_force)
+        return update, embed
 
     def _embed(self, *, force: bool, embed_force: bool) -> Outcome:
         if not self.can_embed():

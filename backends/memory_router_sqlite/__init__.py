@@ -3,17 +3,22 @@
 One SQLite file per agent with OpenClaw's schema (``meta``, ``files``, ``chunks``,
 ``embedding_cache``, ``chunks_fts``, ``chunks_vec``) plus an ``entries`` table for
 journal entry metadata. Registered through the ``memory_router`` entry point as
-``sqlite``; configured by ``[backends.sqlite]`` (:class:`SqliteSettings`).
+``sqlite``; configured by ``[backends.sqlite]`` (:class:`SqliteSettings`). The backend's
+modules load when it is first built, not when the plugin is discovered.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from memory_router import BackendSpec, hookimpl
+from memory_router import Backend, BackendContext, BackendSpec, hookimpl, lazy_exports
 
-from ._backend import SqliteBackend, SqliteSettings
-from ._db import Driver, choose_driver, connect
+from ._settings import SqliteSettings
+
+if TYPE_CHECKING:
+    from ._backend import SqliteBackend
+    from ._db import Driver, choose_driver, connect
 
 __all__ = [
     "Driver",
@@ -23,6 +28,17 @@ __all__ = [
     "connect",
     "register_backends",
 ]
+__getattr__ = lazy_exports(
+    __name__,
+    {"SqliteBackend": "._backend", "Driver": "._db", "choose_driver": "._db", "connect": "._db"},
+)
+
+
+def create(context: BackendContext) -> Backend:
+    """The backend factory: imports the backend (and numpy) on first use."""
+    from ._backend import SqliteBackend
+
+    return SqliteBackend(context)
 
 
 @hookimpl
@@ -31,7 +47,7 @@ def register_backends(register: Callable[[BackendSpec], None]) -> None:
     register(
         BackendSpec(
             name="sqlite",
-            factory=SqliteBackend,
+            factory=create,
             settings=SqliteSettings,
             description="SQLite: FTS5 BM25 + sqlite-vec vectors, weighted hybrid merge",
             modes=("hybrid", "keyword", "vector"),

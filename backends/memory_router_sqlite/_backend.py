@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from typing import Any, Literal, cast
-
-import numpy as np
+from typing import Any, cast
 
 from memory_router import (
     Backend,
@@ -33,37 +31,12 @@ from . import _search
 from ._damage import is_corruption, remove_index_files
 from ._db import choose_driver, read_meta, table_exists, translate, vec_dims
 from ._search import Row, Scope
+from ._settings import SqliteSettings
 from ._store import Store, remove_db
 from ._sync import sync_store
 from ._transfer import SqliteStaging, export_chunks, import_chunks
 
 FTS_ONLY = "fts-only"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SqliteSettings:
-    """``[backends.sqlite]``: where the index lives and how it is built.
-
-    ``path`` may use ``{stateDir}`` and ``{agentId}``; ``fts_tokenizer`` is ``unicode61``
-    or ``trigram`` (case-insensitive, for CJK substring search); ``vector = false`` or a
-    sqlite-vec that cannot load means exact in-process cosine search instead of KNN, over
-    the current model's vectors held in memory (4 × dims bytes a chunk, reloaded after
-    each write); ``extension_path`` overrides the bundled sqlite-vec library.
-
-    ``vector_search`` picks the query path while sqlite-vec is available: ``"auto"``
-    searches in memory while the vectors fit ``memory_budget_mb`` (exact, and about ten
-    times faster than sqlite-vec 0.1.9's brute-force KNN at 100k chunks) and uses
-    sqlite-vec KNN beyond it; ``"memory"`` and ``"sqlite-vec"`` force one path.
-    ``chunks_vec`` is kept up to date either way.
-    """
-
-    path: str = "{stateDir}/agents/{agentId}/memory.sqlite"
-    fts_tokenizer: Literal["unicode61", "trigram"] = "unicode61"
-    vector: bool = True
-    extension_path: str = ""
-    busy_timeout_ms: int = 5000
-    vector_search: Literal["auto", "memory", "sqlite-vec"] = "auto"
-    memory_budget_mb: int = 512
 
 
 class SqliteBackend(Backend):
@@ -157,7 +130,7 @@ class SqliteBackend(Backend):
             )
         hybrid = self.context.config.query.hybrid
         vector: dict[str, Row] = {}
-        if np.any(query_vector):
+        if query_vector.any():
             use_vec = self._use_vec(conn, len(query_vector))
             matrix = None if use_vec else self.store.matrix(conn, self.model)
             vector = _search.vector_rows(conn, scope, query_vector, use_vec=use_vec, matrix=matrix)

@@ -8,7 +8,9 @@ reference opens and is searchable here. ``PRAGMA user_version`` records which of
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
+import os
 import sqlite3
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -45,14 +47,9 @@ def choose_driver(*, vector: bool, extension_path: str) -> Driver:
             pass
     if not vector:
         return Driver(name=name, module=module, vector_path=None, reason="vector = false")
-    path = extension_path
+    path = extension_path or _bundled_vec()
     if not path:
-        try:
-            import sqlite_vec
-
-            path = str(sqlite_vec.loadable_path())
-        except ImportError:
-            return Driver(name=name, module=module, vector_path=None, reason="no sqlite_vec")
+        return Driver(name=name, module=module, vector_path=None, reason="no sqlite_vec")
     try:
         probe = module.connect(":memory:")
         try:
@@ -62,6 +59,15 @@ def choose_driver(*, vector: bool, extension_path: str) -> Driver:
     except (AttributeError, Exception) as error:  # any driver's load failure means numpy
         return Driver(name=name, module=module, vector_path=None, reason=f"load failed: {error}")
     return Driver(name=name, module=module, vector_path=path, reason="sqlite-vec loaded")
+
+
+def _bundled_vec() -> str:
+    """sqlite-vec's bundled library, as ``sqlite_vec.loadable_path()`` gives it, found
+    without importing the package (its ``__init__`` imports numpy)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        return os.path.normpath(os.path.join(folder, "vec0"))
+    return ""
 
 
 def _load_vec(conn: Connection, path: str) -> None:

@@ -9,11 +9,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from memory_router import bm25_to_score, build_match_query, build_or_query, extract_keywords
 
 from ._db import Connection
-from ._vectors import Matrix, Vector, encode
+from ._vectors import Matrix, encode
+
+if TYPE_CHECKING:
+    from ._vectors import Vector
 
 MAX_TERMS = 64  # a pasted megabyte of text is not a useful FTS query; its head is
 _COLUMNS = "id, path, source, start_line, end_line, text"

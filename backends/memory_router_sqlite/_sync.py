@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memory_router import Chunk, Document, Embedder, Progress, Snapshot, SyncReport
+from memory_router import Chunk, Document, Embedder, Progress, Snapshot, SyncReport, prefetch
 
 from ._db import Connection, ensure_vec, read_meta, table_exists, transaction, write_meta
 from ._store import Store, remove_db
-from ._vectors import Vector, encode
+from ._vectors import encode
+
+if TYPE_CHECKING:
+    from ._vectors import Vector
 
 GROUP_CHUNKS = 512  # chunks embedded and written per transaction
 GROUP_FILES = 500
@@ -56,6 +59,51 @@ def rebuild_reason(
     return None
 
 
+Group = list[tuple[Document, list[Chunk]]]
+Batch = tuple[Group, Group]
+"""Documents to write and embed, and documents to adopt (see :meth:`Indexer._groups`)."""
+
+
+class Meter:
+    """Progress of a sync: files written, or (with an embedder) chunks embedded.
+
+    The chunk total is known only once every file is chunked; until then it is estimated
+    from the chunks per file so far, so the bar's rate and ETA are meaningful early.
+    """
+
+    def __init__(self, files: int, progress: Progress, *, chunks: bool) -> None:
+        self.files = files
+        self.progress = progress
+        self.by_chunks = chunks
+        self.files_chunked = self.chunks_seen = self.chunks_done = self.files_done = 0
+
+    def total(self) -> int:
+        if not self.files_chunked or self.files_chunked >= self.files:
+            return self.chunks_seen
+        return round(self.chunks_seen / self.files_chunked * self.files)
+
+    def report(self) -> None:
+        if self.by_chunks:
+            self.progress(done=self.chunks_done, total=self.total(), label="embedding")
+        else:
+            self.progress(done=self.files_done, total=self.files, label="indexing")
+
+    def chunked(self, count: int) -> None:
+        self.files_chunked += 1
+        self.chunks_seen += count
+
+    def embedding(self, *, done: int, total: int, label: str) -> None:
+        """The embedder's per-call progress, shifted by the chunks of earlier groups."""
+        self.progress(done=self.chunks_done + done, total=max(self.total(), total), label=label)
+
+    def embedded(self, count: int) -> None:
+        self.chunks_done += count
+
+    def wrote(self, files: int) -> None:
+        self.files_done += files
+        self.report()
+
+
 class Indexer:
     """Writes documents' chunks (with vectors when an embedder is given) into one database."""
 
@@ -79,27 +127,20 @@ class Indexer:
         return {p: h for p, h in self.conn.execute("SELECT path, hash FROM files")}
 
     def run(self, snapshot: Snapshot, counts: Counts, progress: Progress) -> None:
+        """Index the changed files of ``snapshot``: chunking, embedding and writing overlap."""
         stored = self.stored_files()
         changed = [d for d in snapshot.documents if stored.get(d.path) != d.hash]
         counts.unchanged = len(snapshot.documents) - len(changed)
-        # Progress counts chunks (the time goes to embedding them), so the total is known
-        # first; chunking twice is cheap next to embedding, holding every chunk is not.
-        total = self._count_chunks(snapshot, changed, progress)
-        label = "embedding chunks" if self.embedder is not None else "indexing chunks"
-        progress(done=0, total=total, label=label)
-        group: list[tuple[Document, list[Chunk]]] = []
-        size = done = 0
-        for doc in changed:
-            group.append((doc, snapshot.chunks(doc)))
-            size += len(group[-1][1])
-            if size >= GROUP_CHUNKS or len(group) >= GROUP_FILES:
-                self._flush(group, stored, counts)
-                done += size
-                progress(done=done, total=total, label=label)
-                group, size = [], 0
-        if group:
-            self._flush(group, stored, counts)
-            progress(done=done + size, total=total, label=label)
+        meter = Meter(len(changed), progress, chunks=self.embedder is not None)
+        meter.report()
+        adoptable = {p: ids for p, ids in self.orphans().items() if p not in stored}
+        # Thread 1 reads and chunks files, thread 2 embeds, this thread writes (SQLite).
+        batches = self._groups(snapshot, changed, meter, adoptable)
+        chunked = prefetch(batches, depth=2, name="chunking")
+        embedded = prefetch(((b, self._embed(b, meter)) for b in chunked), name="embedding")
+        for batch, vectors in embedded:
+            self._write(batch, vectors, stored, counts)
+            meter.wrote(len(batch[0]) + len(batch[1]))
         live = {d.path for d in snapshot.documents}
         gone = [p for p in stored if p not in live]
         if gone:
@@ -108,24 +149,53 @@ class Indexer:
                     self.delete_path(path)
             counts.removed = len(gone)
 
-    def _count_chunks(
-        self, snapshot: Snapshot, changed: Sequence[Document], progress: Progress
-    ) -> int:
-        total = 0
-        for number, doc in enumerate(changed, start=1):
-            total += len(snapshot.chunks(doc))
-            snapshot.release(doc)
-            if number % 200 == 0:
-                progress(done=number, total=len(changed), label="reading files")
-        return total
+    def orphans(self) -> dict[str, set[str]]:
+        """Chunk ids by path for paths without a ``files`` row (what ``migrate`` leaves)."""
+        found: dict[str, set[str]] = {}
+        rows = self.conn.execute(
+            "SELECT path, id FROM chunks WHERE path NOT IN (SELECT path FROM files)"
+        )
+        for path, chunk_id in rows:
+            found.setdefault(path, set()).add(chunk_id)
+        return found
 
-    def _flush(
-        self, group: list[tuple[Document, list[Chunk]]], stored: dict[str, str], counts: Counts
-    ) -> int:
-        adopted = [(d, cs) for d, cs in group if d.path not in stored and self._adoptable(cs)]
-        group = [item for item in group if item not in adopted]
-        chunks = [c for _, cs in group for c in cs]
-        vectors = self._embed([c.text for c in chunks])
+    @staticmethod
+    def _groups(
+        snapshot: Snapshot,
+        changed: list[Document],
+        meter: Meter,
+        adoptable: dict[str, set[str]],
+    ) -> Iterator[Batch]:
+        """Changed documents with their chunks, about :data:`GROUP_CHUNKS` chunks a group.
+
+        A document whose chunks are all indexed already without a ``files`` row (the state
+        ``migrate`` leaves) is *adopted*: its file row is written, nothing is embedded.
+        """
+        group: Group = []
+        adopted: Group = []
+        size = 0
+        for doc in changed:
+            chunks = snapshot.chunks(doc)
+            if chunks and adoptable.get(doc.path) == {c.id for c in chunks}:
+                adopted.append((doc, chunks))
+            else:
+                group.append((doc, chunks))
+                size += len(chunks)
+                meter.chunked(len(chunks))
+            if size >= GROUP_CHUNKS or len(group) + len(adopted) >= GROUP_FILES:
+                yield group, adopted
+                group, adopted, size = [], [], 0
+        if group or adopted:
+            yield group, adopted
+
+    def _write(
+        self,
+        batch: Batch,
+        vectors: list[Vector | None],
+        stored: dict[str, str],
+        counts: Counts,
+    ) -> None:
+        group, adopted = batch
         with transaction(self.conn):
             for doc, _ in adopted:
                 self.write_file(doc)
@@ -143,23 +213,16 @@ class Indexer:
         for doc, _ in (*group, *adopted):
             if self.snapshot is not None:
                 self.snapshot.release(doc)
-        return len(group) + len(adopted)
 
-    def _adoptable(self, chunks: list[Chunk]) -> bool:
-        """Whether a file without a ``files`` row is indexed already, chunk for chunk.
-
-        That is the state ``migrate`` leaves (it copies chunks, not file rows): the next
-        sync records the file instead of writing and embedding it again.
-        """
-        if not chunks:
-            return False
-        rows = self.conn.execute("SELECT id FROM chunks WHERE path = ?", (chunks[0].path,))
-        return {r[0] for r in rows} == {c.id for c in chunks}
-
-    def _embed(self, texts: list[str]) -> list[Vector | None]:
+    def _embed(self, batch: Batch, meter: Meter) -> list[Vector | None]:
+        texts = [c.text for _, chunks in batch[0] for c in chunks]
         if self.embedder is None or not texts:
             return [None] * len(texts)
-        return list(self.embedder.embed_documents(texts))
+        vectors: list[Vector | None] = list(
+            self.embedder.embed_documents(texts, progress=meter.embedding)
+        )
+        meter.embedded(len(texts))
+        return vectors
 
     def write_chunks(self, chunks: Sequence[Chunk], vectors: Sequence[Vector | None]) -> None:
         now = int(time.time() * 1000)

@@ -6,16 +6,17 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, cast
 
 from memory_router import Category, Chunk, Entry, Staging
 
 from ._db import Connection, read_meta, transaction, write_meta
 from ._store import Store, remove_db
 from ._sync import Indexer
-from ._vectors import Vector, decode
+from ._vectors import decode
+
+if TYPE_CHECKING:
+    from ._vectors import Vector
 
 BATCH = 500
 
@@ -93,6 +94,8 @@ def _write(conn: Connection, indexer: Indexer, batch: list[Chunk]) -> int:
 
 
 def decode_tuple(values: tuple[float, ...]) -> Vector | None:
+    import numpy as np
+
     return np.asarray(values, dtype=np.float32) if values else None
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy loads with the first vector: keyword-only use never needs it
+    import numpy as np
+    import numpy.typing as npt
 
-Vector = npt.NDArray[np.float32]
+    Vector: TypeAlias = npt.NDArray[np.float32]
 SPLIT = 50_000  # rows above which the product is split over two threads
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sqlite-vectors")
 
@@ -24,6 +25,8 @@ def encode(vector: Sequence[float] | Vector | None) -> bytes:
     """A vector as a float32 BLOB; an empty BLOB for keyword-only chunks."""
     if vector is None:
         return b""
+    import numpy as np
+
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
@@ -31,6 +34,8 @@ def decode(value: Any) -> Vector | None:
     """A stored embedding (float32 BLOB or JSON-text array) as a vector; ``None`` if empty."""
     if value is None:
         return None
+    import numpy as np
+
     if isinstance(value, bytes | bytearray | memoryview):
         raw = bytes(value)
         if not raw or len(raw) % 4:
@@ -57,6 +62,8 @@ class Matrix:
     """
 
     def __init__(self, rows: Iterable[tuple[str, str, Any]]) -> None:
+        import numpy as np
+
         ids: list[str] = []
         sources: list[str] = []
         vectors: list[Vector] = []
@@ -86,6 +93,8 @@ class Matrix:
         """The ``limit`` ids most cosine-similar to ``query``, best first."""
         if not self.ids or self.dims != len(query) or limit <= 0:
             return []
+        import numpy as np
+
         norm = float(np.linalg.norm(query))
         q = np.asarray(query, dtype=np.float32) / (norm if norm > 1e-10 else 1.0)
         scores = self._scores(q)
@@ -102,6 +111,8 @@ class Matrix:
             result: npt.NDArray[np.float32] = self.matrix @ q
             return result
         # The product is memory-bound: two halves on two threads read twice as fast.
+        import numpy as np
+
         half = rows // 2
         parts = list(_POOL.map(lambda m: m @ q, (self.matrix[:half], self.matrix[half:])))
         return np.concatenate(parts)

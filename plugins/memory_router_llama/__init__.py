@@ -2,18 +2,21 @@
 
 ``[embedding.local] model_path`` is a ``.gguf`` file or an ``hf:user/repo/file.gguf`` URI,
 downloaded with resume into ``model_cache_dir``. In ``auto`` mode it is tried first
-(priority 10), but only when ``model_path`` is an existing local file.
+(priority 10), but only when ``model_path`` is an existing local file. The provider's
+modules (httpx, numpy) load when it is built, not when the plugin is discovered.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from memory_router import ProviderSpec, hookimpl
+from memory_router import EmbeddingProvider, ProviderContext, ProviderSpec, hookimpl, lazy_exports
 
-from ._convert import convert_bert
-from ._download import endpoint, resolve_model
-from ._provider import LlamaProvider, create, truncate
+if TYPE_CHECKING:
+    from ._convert import convert_bert
+    from ._download import endpoint, resolve_model
+    from ._provider import LlamaProvider, truncate
 
 AUTO_PRIORITY = 10
 
@@ -26,6 +29,23 @@ __all__ = [
     "resolve_model",
     "truncate",
 ]
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "convert_bert": "._convert",
+        "endpoint": "._download",
+        "resolve_model": "._download",
+        "LlamaProvider": "._provider",
+        "truncate": "._provider",
+    },
+)
+
+
+def create(context: ProviderContext, model: str) -> EmbeddingProvider:
+    """The ``local`` factory (see :func:`._provider.create`)."""
+    from ._provider import create
+
+    return create(context, model)
 
 
 @hookimpl

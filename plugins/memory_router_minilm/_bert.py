@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,3 +160,31 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     """Indices grouped by similar length (shortest first), so padding stays small."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+RunBatch = Callable[[npt.NDArray[np.int64], npt.NDArray[np.int64]], Array]
+
+
+def encode_batches(
+    encodings: Sequence[Any], batch_size: int, run: RunBatch, *, dims: int, workers: int = 1
+) -> Array:
+    """Vectors for tokenised texts, in input order: length-sorted batches, each padded only
+    to its longest member, run on ``workers`` threads (each batch single-threaded)."""
+    lengths = [sum(e.attention_mask) for e in encodings]
+    groups = length_batches(lengths, batch_size)
+
+    def one(group: list[int]) -> Array:
+        width = max(lengths[i] for i in group)
+        ids = np.array([encodings[i].ids[:width] for i in group], dtype=np.int64)
+        mask = np.array([encodings[i].attention_mask[:width] for i in group], dtype=np.int64)
+        return run(ids, mask)
+
+    out = np.zeros((len(encodings), dims), dtype=np.float32)
+    if workers > 1 and len(groups) > 1:
+        with ThreadPoolExecutor(max_workers=min(workers, len(groups))) as pool:
+            results = list(pool.map(one, groups))
+    else:
+        results = [one(group) for group in groups]
+    for group, vectors in zip(groups, results, strict=True):
+        out[group] = vectors
+    return out

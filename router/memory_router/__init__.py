@@ -16,6 +16,7 @@ from ._agent_config import (
 )
 from ._backend import Backend, BackendContext, BackendSpec, Staging
 from ._capture import CaptureResult, RecallBlock, capture, recall_block
+from ._children import signal_child, spawn_child
 from ._config import Config, load_config
 from ._embedding import (
     Embedder,
@@ -40,6 +41,8 @@ from ._exceptions import (
 )
 from ._flush import NO_REPLY, FlushDecision, check_memory_flush, is_silent_reply
 from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
+from ._lazy import lazy_exports
+from ._pipeline import prefetch
 from ._plugins import get_plugin_manager
 from ._providers import ProviderContext, ProviderSpec
 from ._router import Router
@@ -132,11 +135,15 @@ __all__ = [
     "get_plugin_manager",
     "hookimpl",
     "is_silent_reply",
+    "lazy_exports",
     "load_config",
     "no_progress",
     "normalize",
     "parse_settings",
+    "prefetch",
     "provider_key",
     "recall_block",
     "sha256_text",
+    "signal_child",
+    "spawn_child",
 ]

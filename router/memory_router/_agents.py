@@ -50,7 +50,10 @@ def _agent(folder: Path, cooldown_s: float) -> AgentInfo:
         recorded_at=recorded_at,
         open_breakers=tuple(n for n, b in sorted(breakers.items()) if b.state != "closed"),
         last_fallback=health.last_fallback(),
-        syncing_pid=holder(folder),
+        syncing_pid=next(
+            (pid for sub in sorted(folder.iterdir()) if sub.is_dir() and (pid := holder(sub))),
+            None,
+        ),
         damaged=sum(1 for _ in folder.rglob("*.damaged")),
     )
 

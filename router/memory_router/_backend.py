@@ -51,6 +51,10 @@ class Backend(ABC):
     translates its third-party exceptions into :class:`BackendError` subclasses.
     """
 
+    sync_in_background: bool = False
+    """True for a backend whose sync drives another program (a sidecar): the router never
+    waits for it before a search, which answers from the index the backend has meanwhile."""
+
     def __init__(self, context: BackendContext) -> None:
         self.context = context
         self.name = context.name

@@ -6,7 +6,12 @@ import threading
 import time
 from datetime import UTC, datetime
 
+from ._exceptions import BackendUnavailable
 from ._types import BreakerState
+
+
+class CircuitOpen(BackendUnavailable):
+    """The backend was not asked: its circuit is open (not a new failure of its own)."""
 
 
 class CircuitBreaker:

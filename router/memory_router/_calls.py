@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from ._exceptions import BackendError, BackendTimeout, InvalidInput, MemoryRouterError
@@ -28,6 +29,21 @@ def unit_float(value: object, key: str) -> float:
     if not math.isfinite(number):
         raise InvalidInput(f"{key} must be a finite number, got {value!r}", key=key)
     return min(max(number, 0.0), 1.0)
+
+
+@contextlib.contextmanager
+def contained(name: str, doing: str) -> Iterator[None]:
+    """Map anything but a :class:`MemoryRouterError` that escapes backend ``name`` to a
+    :class:`BackendError` (httpx's ``map_exceptions`` idea): the one place per backend
+    where an untranslated plugin error becomes a backend failure."""
+    try:
+        yield
+    except MemoryRouterError:
+        raise
+    except Exception as error:
+        raise BackendError(
+            f"{doing} failed: {type(error).__name__}: {error}", backend=name
+        ) from error
 
 
 def call_with_deadline(name: str, call: Callable[[], T], timeout: float) -> T:

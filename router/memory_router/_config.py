@@ -196,11 +196,14 @@ class RouterConfig:
     fallback: Literal["next", "none"] = "next"
     timeout_s: float = 30.0
     standby: Literal["hot", "cold"] = "cold"
+    sync_wait_s: float = 3.0
     breaker: BreakerConfig = field(default_factory=BreakerConfig)
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0:
             raise ValueError("timeout_s must be more than 0")
+        if self.sync_wait_s < 0:
+            raise ValueError("sync_wait_s must not be negative")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -266,6 +269,16 @@ class Config:
     capture: CaptureConfig = field(default_factory=CaptureConfig)
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
     file: str | None = field(default=None, metadata={"internal": True})
+
+    def __post_init__(self) -> None:
+        # It names a folder under the state dir: nothing may lead out of it.
+        agent = self.agent_id
+        if (
+            not isinstance(agent, str)
+            or not agent
+            or not all(c.isascii() and (c.isalnum() or c in "-_") for c in agent)
+        ):
+            raise ValueError(f"agent_id must be letters, digits, '-' and '_', got {agent!r}")
 
     def expand(self, value: str) -> Path:
         """Resolve a configured path: tokens, ``~``, and relative to the config's folder."""
@@ -404,8 +417,6 @@ def load_config(
     for keys, value in _flatten(overrides or {}):
         data = _set_in(data, keys, value)
     config = parse_settings(Config, data, path=source, table="")
-    if not config.agent_id or not all(c.isalnum() or c in "-_" for c in config.agent_id):
-        raise ConfigError("agent ids are letters, digits, '-' and '_'", path=source, key="agent_id")
     return dataclasses.replace(config, file=str(file.resolve()) if file else None)
 
 

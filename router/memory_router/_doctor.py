@@ -48,7 +48,7 @@ def checks(router: Router) -> list[Check]:
     status = router.status(deep=True)
     found.append(_embedding_check(status.embedding))
     found.extend(_backend(router, backend) for backend in status.backends)
-    found.append(_lock(router))
+    found.extend(_lock(router, name) for name in router.config.router.chain)
     return found
 
 
@@ -190,11 +190,12 @@ def _summary(status: BackendStatus) -> str:
     return ", ".join(parts)
 
 
-def _lock(router: Router) -> Check:
-    pid = holder(router.config.agent_state_path)
+def _lock(router: Router, name: str) -> Check:
+    pid = holder(router.config.agent_state_path / name)
+    label = f"index lock {name}"
     if pid is None:
-        return Check(name="index lock", ok=True, detail="free")
-    return Check(name="index lock", ok=True, detail=f"held by process {pid} (a sync is running)")
+        return Check(name=label, ok=True, detail="free")
+    return Check(name=label, ok=True, detail=f"held by process {pid} (a sync is running)")
 
 
 def lines(found: list[Check]) -> Iterator[str]:

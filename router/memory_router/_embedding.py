@@ -19,15 +19,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ._exceptions import EmbeddingError
 from ._types import Fallback, Progress, no_progress
 
-Vector = npt.NDArray[np.float32]
+if TYPE_CHECKING:  # numpy is imported where vectors are made: `import memory_router` stays light
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector: TypeAlias = npt.NDArray[np.float32]
 
 
 def sha256_text(text: str) -> str:
@@ -84,6 +85,8 @@ def provider_key(provider: EmbeddingProvider) -> str:
 
 def normalize(vector: Sequence[float] | Vector) -> Vector:
     """L2-normalise; non-finite values become 0 and a zero vector stays zero."""
+    import numpy as np
+
     array = np.nan_to_num(np.asarray(vector, dtype=np.float32), nan=0.0, posinf=0.0, neginf=0.0)
     norm = float(np.linalg.norm(array))
     return array / norm if norm > 1e-10 else array
@@ -135,6 +138,8 @@ class EmbeddingCache:
         self, provider: str, model: str, key: str, hashes: Sequence[str]
     ) -> dict[str, Vector]:
         """Cached vectors for the hashes that have one."""
+        import numpy as np
+
         found: dict[str, Vector] = {}
         with self._lock:
             for start in range(0, len(hashes), 400):
@@ -152,6 +157,8 @@ class EmbeddingCache:
 
     def put_many(self, provider: str, model: str, key: str, items: Mapping[str, Vector]) -> None:
         """Store vectors by text hash, replacing older ones."""
+        import numpy as np
+
         now = int(time.time() * 1000)
         rows = [
             (provider, model, key, h, np.asarray(v, dtype=np.float32).tobytes(), len(v), now)
@@ -265,7 +272,9 @@ class Embedder:
         }
         done = len(texts) - len(missing)
         progress(done=done, total=len(texts), label="embedding")
-        batches = list(_batches(list(missing.items()), provider.max_batch_tokens))
+        # Similar lengths share a batch, so a local model pads little (order is restored below).
+        by_length = sorted(missing.items(), key=lambda item: len(item[1]))
+        batches = list(_batches(by_length, provider.max_batch_tokens))
         fresh: dict[str, Vector] = {}
 
         def run(batch: list[tuple[str, str]]) -> dict[str, Vector]:

@@ -20,17 +20,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal
 
 from . import _journal
 from ._config import Config, EntryRankingConfig
-from ._embedding import Embedder, Vector
+from ._embedding import Embedder
 from ._exceptions import InvalidInput
 from ._journal import JournalItem
 from ._types import Category, Entry, Hit, _ToDict
 from ._workspace import scrub
+
+if TYPE_CHECKING:  # numpy loads with the first vector: `import memory_router` stays light
+    import numpy as np
+
+    from ._embedding import Vector
 
 DEFAULT_RECALL_LIMIT = 5
 CANDIDATES = 5  # entries proposed by a forget-by-query that did not pick exactly one
@@ -178,6 +181,8 @@ class EntryBook:
             texts = [scrub(i.entry.text) for i in items]
             vectors = None
             if embedder is not None and texts:
+                import numpy as np
+
                 vectors = np.asarray(embedder.embed_documents(texts), dtype=np.float32)
             loaded = _Loaded(key, items, vectors, tuple(words(t) for t in texts))
             self._loaded = loaded
@@ -189,6 +194,8 @@ class EntryBook:
         embedder = self._embedder()
         loaded = self._load(embedder)
         if loaded.vectors is not None and embedder is not None:
+            import numpy as np
+
             clean = scrub(text)
             embed = embedder.embed_query if as_query else _embed_one(embedder)
             vector = embed(clean)

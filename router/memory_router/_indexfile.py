@@ -16,8 +16,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
-
 from ._exceptions import InvalidInput, NotFound
 from ._types import Category, Chunk, Entry
 
@@ -31,6 +29,8 @@ def vector_of(value: Any) -> tuple[float, ...] | None:
         raw = bytes(value)
         if not raw or len(raw) % 4:
             return None
+        import numpy as np  # here, not at import: the CLI starts without numpy
+
         return tuple(np.frombuffer(raw, dtype=np.float32).tolist())
     if isinstance(value, str) and value.strip():
         try:

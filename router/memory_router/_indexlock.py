@@ -1,6 +1,6 @@
-"""One indexer per agent: a cross-process lock around :meth:`Router.sync`.
+"""One indexer per agent and backend: a cross-process lock around every sync.
 
-``<state_dir>/agents/<id>/index.lock`` is held with ``flock`` (released by the kernel when
+``<state_dir>/agents/<id>/<backend>/index.lock`` is held with ``flock`` (released by the kernel when
 the holder dies, so it is never stale) and carries the holder's pid for messages. A second
 process waits a bounded time for it, or, when a search wants a sync, does not wait at all
 and answers from the existing index.
@@ -51,7 +51,7 @@ def holder(folder: Path) -> int | None:
 
 @contextlib.contextmanager
 def index_lock(
-    folder: Path, *, agent: str, wait_s: float, progress: Progress = no_progress
+    folder: Path, *, agent: str, backend: str, wait_s: float, progress: Progress = no_progress
 ) -> Iterator[None]:
     """Hold the agent's index lock; :class:`IndexBusy` if not free within ``wait_s``."""
     path = folder / LOCK_FILE
@@ -61,7 +61,13 @@ def index_lock(
     except OSError as error:
         raise unusable_folder(folder, error) from error
     try:
-        _acquire(fd, path, agent=agent, wait_s=wait_s, progress=progress)
+        _acquire(
+            fd,
+            path,
+            what=f"the {backend} index of agent {agent!r}",
+            wait_s=wait_s,
+            progress=progress,
+        )
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         try:
@@ -82,7 +88,7 @@ def unusable_folder(folder: Path, error: OSError) -> MemoryRouterError:
     )
 
 
-def _acquire(fd: int, path: Path, *, agent: str, wait_s: float, progress: Progress) -> None:
+def _acquire(fd: int, path: Path, *, what: str, wait_s: float, progress: Progress) -> None:
     deadline = time.monotonic() + wait_s
     told = False
     while True:
@@ -92,18 +98,18 @@ def _acquire(fd: int, path: Path, *, agent: str, wait_s: float, progress: Progre
         except BlockingIOError:
             pid = _pid(path)
             if time.monotonic() >= deadline:
-                raise _busy(agent, pid, wait_s) from None
+                raise _busy(what, pid, wait_s) from None
             if not told:
                 progress(done=0, total=0, label=f"waiting for the sync in process {pid}")
                 told = True
             time.sleep(0.1)
 
 
-def _busy(agent: str, pid: int | None, wait_s: float) -> IndexBusy:
+def _busy(what: str, pid: int | None, wait_s: float) -> IndexBusy:
     who = f"process {pid}" if pid else "another process"
     waited = f" (waited {wait_s:.0f} s)" if wait_s else ""
     return IndexBusy(
-        f"{who} is already building the index of agent {agent!r}{waited}",
+        f"{who} is already building {what}{waited}",
         pid=pid,
         hint="let it finish (`memory-router status` shows the index when it is done),"
         " then run the command again",

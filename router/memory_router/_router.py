@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import os
 import threading
 import time
@@ -15,10 +15,10 @@ import pluggy
 
 from . import _entries, _files, _journal, _migrate, _plugins, _ranking
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
-from ._breaker import CircuitBreaker
-from ._calls import call_with_deadline, fail_closed, positive_int, unit_float
+from ._breaker import CircuitBreaker, CircuitOpen
+from ._calls import call_with_deadline, contained, fail_closed, positive_int, unit_float
 from ._config import Config, apply_overrides, load_config
-from ._embedding import Embedder, EmbeddingCache, provider_key
+from ._embedding import Embedder
 from ._entries import EntryBook, ForgetResult, RecallResult, StoreResult
 from ._exceptions import (
     BackendError,
@@ -30,11 +30,14 @@ from ._exceptions import (
 )
 from ._explain import check_mode, check_workspace, with_below_min_score
 from ._health import HealthFile, seen_breakers
-from ._indexlock import INDEX_WAIT_S, index_lock, unusable_folder
+from ._indexlock import INDEX_WAIT_S, index_lock
+from ._ledger import SyncLedger
 from ._migrate import MigrationReport
-from ._providers import ProviderChoice, ProviderContext, choose_provider, fallback_factory
-from ._status import embedding_status, source_counts
+from ._reconcile import Reconciler
+from ._setup import EmbeddingSetup
+from ._status import source_counts
 from ._types import (
+    BackendResult,
     BackendStatus,
     Category,
     Entry,
@@ -47,14 +50,15 @@ from ._types import (
     SyncReport,
     no_progress,
 )
-from ._workspace import FTS_ONLY, Snapshot, fingerprint_for, scrub, take_snapshot
+from ._workspace import Snapshot, scrub, take_snapshot
 
 
 class Router:
     """Memory for one agent: search, get, store, forget, sync and status over a backend chain.
 
-    Build it with :meth:`from_config`. Backends and the embedding provider are created
-    on first use. Thread-safe for concurrent searches; syncs are serialised.
+    Build it with :meth:`from_config`. Backends and the embedding setup are built on first
+    use. Thread-safe for concurrent searches. A search never waits on a sidecar's sync,
+    and at most ``router.sync_wait_s`` for a standby's (see :meth:`search`).
     """
 
     def __init__(
@@ -65,7 +69,6 @@ class Router:
         self.backend_specs: dict[str, BackendSpec] = _plugins.backend_specs(self.pm)
         self._settings = validate_backend_settings(config, self.backend_specs)
         self._backends: dict[str, Backend] = {}
-        self._synced: set[str] = set()
         self._breakers = {
             name: CircuitBreaker(
                 failure_threshold=config.router.breaker.failure_threshold,
@@ -74,17 +77,9 @@ class Router:
             for name in config.router.chain
         }
         self._lock = threading.RLock()
-        self._sync_lock = threading.Lock()
-        self._choice: ProviderChoice | None = None
-        self._embedder: Embedder | None = None
-        self._cache: EmbeddingCache | None = None
-        # Changes to the workspace made through this router (store/forget), and the count
-        # the last sync saw: a store during a running sync stays pending.
-        self._changes = 1
-        self._synced_changes = 0
-        self._last_sync = 0.0
-        self._sessions: set[str] = set()
-        self._probed_dims: tuple[tuple[str, str, str], int] | None = None
+        self._setup: EmbeddingSetup | None = None
+        self._ledger = SyncLedger(config.sync)
+        self._reconciler = Reconciler(config, self._ledger, self.backend, self._sync_job)
         self.last_fallback: Fallback | None = None
         self._health = HealthFile(config.agent_state_path)
         self._closed = False
@@ -120,32 +115,21 @@ class Router:
 
     # -- construction -----------------------------------------------------------------
 
-    def _provider_choice(self) -> ProviderChoice:
+    def embedding_setup(self) -> EmbeddingSetup:
+        """The embedding setup, built on the first call (the only step that picks a provider).
+
+        Raises :class:`ConfigError` or :class:`EmbeddingError` when the configured
+        provider cannot be built.
+        """
         with self._lock:
-            if self._choice is not None:
-                return self._choice
-            context = ProviderContext(config=self.config, state_dir=self.config.agent_state_path)
-            specs = _plugins.provider_specs(self.pm)
-            choice = choose_provider(specs, context)
-            if choice.provider is not None:
-                if self.config.cache.enabled:
-                    path = self.config.expand(self.config.cache.path)
-                    self._cache = EmbeddingCache(
-                        path, max_entries=self.config.cache.max_entries or None
-                    )
-                self._embedder = Embedder(
-                    choice.provider,
-                    cache=self._cache,
-                    fallback=fallback_factory(specs, context, choice.provider.id),
-                )
-            self._choice = choice
-            return choice
+            if self._setup is None:
+                self._setup = EmbeddingSetup.build(self.config, _plugins.provider_specs(self.pm))
+            return self._setup
 
     @property
     def embedder(self) -> Embedder | None:
         """The shared embedder, or ``None`` in keyword-only mode."""
-        self._provider_choice()
-        return self._embedder
+        return self.embedding_setup().embedder
 
     def _check_open(self) -> None:
         if self._closed:
@@ -161,10 +145,6 @@ class Router:
             if spec is None:
                 raise NotFound(f"no backend named {name!r}", key=name)
             state_dir = self.config.agent_state_path / name
-            try:
-                state_dir.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                raise unusable_folder(state_dir, error) from error
             context = BackendContext(
                 name=name,
                 config=self.config,
@@ -173,13 +153,15 @@ class Router:
                 embedder=self.embedder,
             )
             try:
-                backend = spec.factory(context)
-            except MemoryRouterError:
+                with contained(name, "starting"):
+                    state_dir.mkdir(parents=True, exist_ok=True)
+                    backend = spec.factory(context)
+            except BackendError as error:
+                if error.backend == name and not isinstance(error, BackendUnavailable):
+                    raise BackendUnavailable(
+                        f"backend {name!r} failed to start: {error.message}", backend=name
+                    ) from error
                 raise
-            except Exception as error:  # a plugin's own failure, translated once here
-                raise BackendUnavailable(
-                    f"backend {name!r} failed to start: {error}", backend=name
-                ) from error
             self._backends[name] = backend
             return backend
 
@@ -187,38 +169,18 @@ class Router:
 
     def fingerprint(self) -> dict[str, Any]:
         """The index fingerprint for the current provider (see :func:`fingerprint_for`)."""
-        embedder = self.embedder
-        if embedder is None:
-            return fingerprint_for(
-                self.config, provider="none", model=FTS_ONLY, provider_key=FTS_ONLY, dims=None
-            )
-        return fingerprint_for(
-            self.config,
-            provider=embedder.provider_id,
-            model=embedder.model,
-            provider_key=provider_key(embedder.provider),
-            dims=self._dims(embedder),
-        )
-
-    def _dims(self, embedder: Embedder) -> int:
-        """The vector size; probed once when the provider only learns it from an answer.
-
-        Without the probe the fingerprint would change from ``None`` to N after the first
-        embedding, and the next sync would rebuild the whole index for nothing.
-        """
-        key = (embedder.provider_id, embedder.model, provider_key(embedder.provider))
-        if self._probed_dims is None or self._probed_dims[0] != key:
-            dims = embedder.dims or len(embedder.embed_query("dimension probe"))
-            self._probed_dims = (key, dims)
-        return self._probed_dims[1]
+        return self.embedding_setup().fingerprint(self.config)
 
     def snapshot(self) -> Snapshot:
-        """The workspace's memory files now, with the current fingerprint."""
-        embedder = self.embedder
+        """The workspace's memory files now, with the current fingerprint.
+
+        A missing or unreadable workspace is a :class:`ConfigError`: syncing it would
+        look like every file was deleted and empty the index.
+        """
+        check_workspace(self.config)
+        setup = self.embedding_setup()
         return take_snapshot(
-            self.config,
-            fingerprint=self.fingerprint(),
-            model=embedder.model if embedder else FTS_ONLY,
+            self.config, fingerprint=setup.fingerprint(self.config), model=setup.model
         )
 
     def sync(
@@ -229,52 +191,70 @@ class Router:
         progress: Progress = no_progress,
         wait_s: float = INDEX_WAIT_S,
     ) -> list[SyncReport]:
-        """Bring backends in line with the workspace.
+        """Bring backends in line with the workspace; one report per backend.
 
-        By default the first backend of the chain, plus every other one when
-        ``standby = "hot"``. A backend that fails gets a report with ``errors`` set;
-        other backends still sync. A missing or unreadable workspace is a
-        :class:`ConfigError` (the index is left as it is). One process syncs an agent at a
-        time: another one's sync is waited for up to ``wait_s`` seconds, then
-        ``IndexBusy`` is raised.
+        By default the first backend of the chain (with ``standby = "cold"``, the next
+        ones too while the one before could not be indexed) or, with ``standby = "hot"``,
+        every backend. Each backend syncs on its own: one that fails or hangs (a sidecar
+        is killed at its own timeouts) gets a report with ``errors`` set, and the others
+        still sync. One process syncs a backend of an agent at a time: another one's sync
+        is waited for up to ``wait_s`` seconds, then ``IndexBusy`` is raised.
         """
-        chain = self.config.router.chain
-        names = (
-            list(backends)
-            if backends is not None
-            else (list(chain) if self.config.router.standby == "hot" else [chain[0]])
-        )
         self._check_open()
-        check_workspace(self.config)
-        lock = index_lock(
-            self.config.agent_state_path,
+        chain = self.config.router.chain
+        explicit = backends is not None
+        names = list(backends) if backends is not None else list(chain)
+        hot = self.config.router.standby == "hot"
+        snapshot = self.snapshot()
+        reports: list[SyncReport] = []
+        for name in names:
+            report = self._sync_one(name, snapshot, force=force, progress=progress, wait_s=wait_s)
+            reports.append(report)
+            if not explicit and not hot and not report.errors:
+                break
+        return reports
+
+    def _sync_one(
+        self, name: str, snapshot: Snapshot, *, force: bool, progress: Progress, wait_s: float
+    ) -> SyncReport:
+        started = time.perf_counter()
+        seen = self._ledger.changes
+        with self._index_lock(name, wait_s=wait_s, progress=progress):  # IndexBusy goes up
+            try:
+                with contained(name, "sync"):
+                    report = self.backend(name).sync(snapshot, force=force, progress=progress)
+            except MemoryRouterError as error:
+                return SyncReport(
+                    backend=name,
+                    errors=(error.message,),
+                    duration_ms=(time.perf_counter() - started) * 1000,
+                )
+        self._ledger.synced(name, seen)
+        return report
+
+    def _index_lock(
+        self, name: str, *, wait_s: float, progress: Progress = no_progress
+    ) -> contextlib.AbstractContextManager[None]:
+        """The cross-process lock around syncs of backend ``name`` (see ``_indexlock``)."""
+        return index_lock(
+            self.config.agent_state_path / name,
             agent=self.config.agent_id,
+            backend=name,
             wait_s=wait_s,
             progress=progress,
         )
-        with self._sync_lock, lock:
-            seen = self._changes
-            snapshot = self.snapshot()
-            reports = [
-                self._sync_one(name, snapshot, force=force, progress=progress) for name in names
-            ]
-            self._synced_changes = seen
-            self._last_sync = time.monotonic()
-            return reports
 
-    def _sync_one(
-        self, name: str, snapshot: Snapshot, *, force: bool, progress: Progress
-    ) -> SyncReport:
-        started = time.perf_counter()
-        try:
-            report = self.backend(name).sync(snapshot, force=force, progress=progress)
-        except MemoryRouterError as error:
-            return SyncReport(
-                backend=name,
-                errors=(error.message,),
-                duration_ms=(time.perf_counter() - started) * 1000,
-            )
-        self._synced.add(name)
+    def _sync_job(self, name: str, seen: int) -> SyncReport:
+        """A sync started on the read path (on a thread of its own, see :class:`SyncJobs`).
+
+        When another process is syncing the backend it does not wait: the search answers
+        from the index there is, with a note (``IndexBusy``), and the next one tries again.
+        """
+        with self._index_lock(name, wait_s=0):
+            report = self.backend(name).sync(self.snapshot())
+        if report.errors:
+            raise BackendError("; ".join(report.errors), backend=name)
+        self._ledger.synced(name, seen)
         return report
 
     # -- search -------------------------------------------------------------------------
@@ -292,7 +272,10 @@ class Router:
 
         Any string is a valid query (FTS syntax, control characters and all). When a
         backend fails, the next one answers and ``fallback`` says why, unless the policy
-        is ``fallback = "none"``, which raises instead.
+        is ``fallback = "none"``, which raises instead. Each backend tried gets
+        ``router.timeout_s``; a sidecar's sync never holds the search, a standby's at most
+        ``router.sync_wait_s``, and ``notes`` say when the answer may be stale or
+        degraded, and why.
         """
         self._check_open()
         if not isinstance(query, str):
@@ -308,15 +291,11 @@ class Router:
         # NUL and lone surrogates (they arrive through JSON) cannot reach a backend.
         text = scrub(query.replace("\x00", " ")).strip()
         started = time.perf_counter()
-        timings: dict[str, float] = {}
         if not text:
-            return self._response(
-                query, (), backend=self.config.router.chain[0], mode="empty", timings=timings
-            )
-        self._provider_choice()  # configuration errors surface here, not as backend failures
-        sync_notes = self._reconcile(session_key)
-        if self._last_sync and started <= self._last_sync:
-            timings["sync_ms"] = (time.perf_counter() - started) * 1000
+            return self._response(query, (), backend=self.config.router.chain[0], mode="empty")
+        self.embedding_setup()  # configuration errors surface here, not as backend failures
+        new_session = self._ledger.is_new_session(session_key)
+        self._ledger.note_session(session_key)
         request = SearchRequest(
             query=text,
             max_results=limit,
@@ -326,16 +305,11 @@ class Router:
             timeout=self.config.router.timeout_s,
         )
         try:
-            response = self._answer(
-                query, request, session_key=session_key, started=started, timings=timings
+            return self._answer(
+                query, request, session_key=session_key, started=started, new_session=new_session
             )
         finally:
-            self._health.record(
-                {n: b.snapshot() for n, b in self._breakers.items()}, self.last_fallback
-            )
-        if sync_notes:
-            response = dataclasses.replace(response, notes=(*sync_notes, *response.notes))
-        return response
+            self._health.record(self.breakers(), self.last_fallback)
 
     def _answer(
         self,
@@ -344,33 +318,25 @@ class Router:
         *,
         session_key: str | None,
         started: float,
-        timings: dict[str, float],
+        new_session: bool,
     ) -> SearchResponse:
-        """Walk the chain: the first backend that answers is shaped into the response."""
+        """Walk the chain; every way a backend can fail goes through :meth:`_fail`."""
         attempts: list[Fallback] = []
-        for name in self.config.router.chain:
-            breaker = self._breakers[name]
-            if not breaker.allow():
-                last = breaker.snapshot().last_error or "failing"
-                reason = f"circuit open after failures (last: {last})"
-                attempts.append(self._fail(name, reason))
-                if self.config.router.fallback == "none":
-                    raise fail_closed(name, BackendUnavailable(reason, backend=name))
-                continue
+        chain = self.config.router.chain
+        for name in chain:
             try:
-                result = self._call_search(name, request)
+                result, notes = self._attempt(name, request, new_session, last=name == chain[-1])
             except MemoryRouterError as error:
-                severe = isinstance(error, BackendUnavailable | BackendTimeout)
-                breaker.failure(error.message, severe=severe)
-                attempts.append(self._fail(name, error.message))
+                attempts.append(self._fail(name, error))
                 if self.config.router.fallback == "none":
                     raise fail_closed(name, error) from error
                 continue
-            breaker.success()
             shape_started = time.perf_counter()
             hits = _ranking.shape(result, request, self.config, session_key=session_key)
-            timings["search_ms"] = (shape_started - started) * 1000
-            timings["shape_ms"] = (time.perf_counter() - shape_started) * 1000
+            timings = {
+                "search_ms": (shape_started - started) * 1000,
+                "shape_ms": (time.perf_counter() - shape_started) * 1000,
+            }
             response = self._response(
                 query,
                 hits,
@@ -378,62 +344,43 @@ class Router:
                 mode=result.mode,
                 timings=timings,
                 attempts=tuple(attempts),
-                notes=result.notes,
+                notes=(*notes, *result.notes),
             )
             return with_below_min_score(response, result, request, self.config)
         reasons = "; ".join(f"{a.from_}: {a.reason}" for a in attempts)
-        raise BackendUnavailable(
-            f"no backend could answer ({reasons})", backend=self.config.router.chain[-1]
-        )
+        raise BackendUnavailable(f"no backend could answer ({reasons})", backend=chain[-1])
 
-    def _needs_sync(self, session_key: str | None) -> bool:
-        """Reconcile before searching (see ``[sync]`` in the configuration docs).
+    def _attempt(
+        self, name: str, request: SearchRequest, new_session: bool, *, last: bool
+    ) -> tuple[BackendResult, tuple[str, ...]]:
+        """Ask one backend: breaker, reconcile, then a search within the deadline."""
+        breaker = self._breakers[name]
+        if not breaker.allow():
+            last_error = breaker.snapshot().last_error or "failing"
+            raise CircuitOpen(f"circuit open after failures (last: {last_error})", backend=name)
+        notes, scan = self._reconciler.before_search(name, new_session=new_session, last=last)
+        if scan is not None:
+            result = scan.search(request, backend=name)
+        else:
+            backend = self.backend(name)
+            deadline = self.config.router.timeout_s
 
-        With ``on_search``: before the first search, after ``store``/``forget``, and, when
-        ``interval_minutes`` is set, once that long has passed since the last sync (which
-        catches hand edits without a watcher). With ``on_session_start``: on the first
-        search of each new session key.
-        """
-        new_session = bool(session_key) and session_key not in self._sessions
-        if session_key:
-            self._sessions.add(session_key)
-        sync = self.config.sync
-        interval = sync.interval_minutes * 60
-        stale = interval > 0 and time.monotonic() - self._last_sync >= interval
-        dirty = self._changes != self._synced_changes or stale
-        return (dirty and sync.on_search) or (new_session and sync.on_session_start)
+            def call() -> BackendResult:
+                with contained(name, "search"):
+                    return backend.search(request)
 
-    def _reconcile(self, session_key: str | None) -> tuple[str, ...]:
-        """Sync before a search when due; failures become notes, never a failed search."""
-        if not self._needs_sync(session_key):
-            return ()
-        try:
-            reports = self.sync(wait_s=0)  # another process syncing: answer from the index
-        except MemoryRouterError as error:
-            return (f"index not brought up to date: {error.message}",)
-        return tuple(
-            f"index not brought up to date ({r.backend}): {e}" for r in reports for e in r.errors
-        )
+            result = call_with_deadline(name, call, deadline)
+        breaker.success()
+        return result, notes
 
-    def _fail(self, name: str, reason: str) -> Fallback:
-        event = Fallback(from_=name, reason=reason, at=datetime.now(UTC))
+    def _fail(self, name: str, error: MemoryRouterError) -> Fallback:
+        """The one failure path: count it on the breaker (unless it was open) and record it."""
+        if not isinstance(error, CircuitOpen):
+            severe = isinstance(error, BackendUnavailable | BackendTimeout)
+            self._breakers[name].failure(error.message, severe=severe)
+        event = Fallback(from_=name, reason=error.message, at=datetime.now(UTC))
         self.last_fallback = event
         return event
-
-    def _call_search(self, name: str, request: SearchRequest) -> Any:
-        backend = self.backend(name)
-        if name not in self._synced and name != self.config.router.chain[0]:
-            # Cold standby: built from the Markdown on first use.
-            with self._sync_lock:
-                if name not in self._synced:
-                    self._sync_one(name, self.snapshot(), force=False, progress=no_progress)
-        deadline = self.config.router.timeout_s
-        try:
-            return call_with_deadline(name, lambda: backend.search(request), deadline)
-        except MemoryRouterError:
-            raise
-        except Exception as error:  # an untranslated plugin error: contain it here
-            raise BackendError(f"{type(error).__name__}: {error}", backend=name) from error
 
     def _response(
         self,
@@ -442,11 +389,13 @@ class Router:
         *,
         backend: str,
         mode: str,
-        timings: dict[str, float],
+        timings: dict[str, float] | None = None,
         attempts: tuple[Fallback, ...] = (),
         notes: tuple[str, ...] = (),
     ) -> SearchResponse:
-        embedder = self._embedder
+        setup = self._setup
+        embedder = setup.embedder if setup else None
+        choice = setup.choice if setup else None
         return SearchResponse(
             query=query,
             results=tuple(hits),
@@ -457,9 +406,9 @@ class Router:
             fallback=attempts[0] if attempts else None,
             attempts=attempts,
             provider_fallback=(embedder.fallback_event if embedder else None)
-            or (self._choice.fallback if self._choice else None),
+            or (choice.fallback if choice else None),
             citations=self.config.citations,
-            timings=timings,
+            timings=timings or {},
             notes=notes,
         )
 
@@ -573,7 +522,7 @@ class Router:
                 f"cannot write the entries journal {self.journal_path}: {error.strerror or error}",
                 hint="check that the workspace exists and is writable",
             ) from error
-        self._changes += 1
+        self._ledger.changed()
         return entry
 
     def forget(self, entry_id: str) -> Entry:
@@ -584,7 +533,7 @@ class Router:
             raise MemoryRouterError(
                 f"cannot rewrite the entries journal {self.journal_path}: {error.strerror or error}"
             ) from error
-        self._changes += 1
+        self._ledger.changed()
         return entry
 
     def entries(self) -> list[Entry]:
@@ -598,12 +547,12 @@ class Router:
         statuses = []
         for name in self.config.router.chain:
             try:
-                statuses.append(self.backend(name).status(deep=deep))
+                with contained(name, "status"):
+                    statuses.append(self.backend(name).status(deep=deep))
             except MemoryRouterError as error:
                 statuses.append(BackendStatus(name=name, available=False, error=error.message))
-        own = {n: b.snapshot() for n, b in self._breakers.items()}
         breakers, last, seen_at = seen_breakers(
-            self._health, own, self.last_fallback, self.config.router.breaker.cooldown_s
+            self._health, self.breakers(), self.last_fallback, self.config.router.breaker.cooldown_s
         )
         return RouterStatus(
             agent_id=self.config.agent_id,
@@ -619,26 +568,33 @@ class Router:
             breakers_seen_at=seen_at,
         )
 
+    def breakers(self) -> dict[str, Any]:
+        """Each backend's circuit breaker state now (what ``status`` reports)."""
+        return {n: b.snapshot() for n, b in self._breakers.items()}
+
     def _embedding_status(self, *, deep: bool) -> dict[str, Any]:
         try:
-            choice = self._provider_choice()
+            setup = self.embedding_setup()
         except MemoryRouterError as error:
             return {
                 "available": False,
                 "requested": self.config.embedding.provider,
                 "error": error.message,
             }
-        return embedding_status(choice, self._embedder, self._cache, deep=deep)
+        return setup.status(deep=deep)
 
     def close(self) -> None:
-        """Close backends, the embedder and the cache. Idempotent."""
+        """Close backends (killing their children), the embedder and the cache. Idempotent."""
         if self._closed:
             return
         self._closed = True
-        for backend in self._backends.values():
-            backend.close()
+        for name, backend in list(self._backends.items()):
+            try:
+                with contained(name, "close"):
+                    backend.close()
+            except MemoryRouterError:
+                pass  # closing the others matters more than this backend's complaint
         self._backends.clear()
-        if self._embedder is not None:
-            self._embedder.close()
-        if self._cache is not None:
-            self._cache.close()
+        self._reconciler.close()
+        if self._setup is not None:
+            self._setup.close()

@@ -16,8 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from ._config import Config
 from ._exceptions import InvalidInput, MemoryRouterError, NotFound
 from ._types import _ToDict
@@ -117,13 +115,16 @@ class ServiceClient:
     def __init__(self, url: str, *, token: str | None = None, timeout: float = 30.0) -> None:
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._timeout = httpx.Timeout(timeout, connect=min(timeout, 2.0))
+        self._timeout = timeout
         self._headers = headers
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """The JSON answer; API errors are raised as :class:`MemoryRouterError` subclasses."""
+        import httpx  # only when a server is running: a cold CLI start never loads it
+
+        timeout = httpx.Timeout(self._timeout, connect=min(self._timeout, 2.0))
         try:
-            with httpx.Client(timeout=self._timeout, headers=self._headers) as client:
+            with httpx.Client(timeout=timeout, headers=self._headers) as client:
                 response = client.request(method, self.url + path, **kwargs)
         except httpx.HTTPError as error:
             raise ServiceUnreachable(f"server {self.url} did not answer: {error}") from error

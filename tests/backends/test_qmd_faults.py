@@ -197,7 +197,7 @@ def test_child_environment_is_fixed_and_isolated(
 
 
 def test_update_that_hangs_is_killed_and_reported(tmp_path: Path, workspace: Path) -> None:
-    fake = install_fake(tmp_path / "fake", "hanging_update.py")
+    fake = install_fake(tmp_path / "fake", behaviour="update=hang")
     backend = make_backend(
         tmp_path,
         workspace,
@@ -256,7 +256,7 @@ def test_starting_never_rewrites_the_index_yaml_only_sync_does(
 
 
 def test_close_kills_a_running_background_update(tmp_path: Path, workspace: Path) -> None:
-    fake = install_fake(tmp_path / "fake", "hanging_update.py")
+    fake = install_fake(tmp_path / "fake", behaviour="update=hang")
     backend = make_backend(tmp_path, workspace, command=str(fake), update_timeout_s=60.0)
     pid_file = fake.parent / "update.pid"
     deadline = time.monotonic() + 10
@@ -278,7 +278,7 @@ class _Interrupt(BaseException):
 def test_an_interrupted_update_leaves_no_qmd_running(tmp_path: Path, workspace: Path) -> None:
     import signal
 
-    fake = install_fake(tmp_path / "fake", "hanging_update.py")
+    fake = install_fake(tmp_path / "fake", behaviour="update=hang")
     backend = make_backend(
         tmp_path,
         workspace,

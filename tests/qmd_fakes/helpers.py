@@ -13,17 +13,26 @@ from memory_router_qmd import QmdBackend, QmdModels, QmdSettings
 FAKES = Path(__file__).resolve().parent
 
 
-def install_fake(folder: Path, name: str = "fake_qmd.py") -> Path:
-    """Copy a fake QMD program into ``folder`` as an executable ``qmd``."""
+def install_fake(folder: Path, *, behaviour: str | None = None) -> Path:
+    """Copy the fault-injecting fake QMD (``fake_qmd.py``) into ``folder`` as ``qmd``."""
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / "qmd"
-    shutil.copy(FAKES / name, target)
+    shutil.copy(FAKES / "fake_qmd.py", target)
     target.chmod(0o755)
+    if behaviour is not None:
+        set_behaviour(target, behaviour)
     return target
 
 
 def set_behaviour(fake: Path, value: str) -> None:
+    """Fixed modes: ``"hang"`` (query points) or lines like ``"update=hang"``, ``"*=crash"``."""
     (fake.parent / "behaviour").write_text(value, encoding="utf-8")
+
+
+def set_chaos(fake: Path, *, seed: int, rate: float, faults: list[str], **more: Any) -> None:
+    """Seeded random faults: each call is faulty with probability ``rate``."""
+    chaos = {"seed": seed, "rate": rate, "faults": faults, **more}
+    (fake.parent / "chaos.json").write_text(json.dumps(chaos), encoding="utf-8")
 
 
 def make_backend(tmp_path: Path, workspace: Path, **settings: Any) -> QmdBackend:

@@ -127,8 +127,21 @@ def test_values_are_clamped_like_openclaw(tmp_path: Path) -> None:
 
 
 def test_bad_agent_id(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="agent ids"):
+    with pytest.raises(ConfigError, match="agent_id must be letters"):
         load_config(write(tmp_path, 'agent_id = "../etc"\n'), environ={})
+
+
+@pytest.mark.parametrize("agent", ["../../escape", "a/b", "", "ü", ".", "x\x00"])
+def test_agent_id_is_checked_by_the_config_whatever_its_source(tmp_path: Path, agent: str) -> None:
+    from memory_router import Router
+
+    with pytest.raises(ValueError, match="agent_id"):
+        Config(agent_id=agent)
+    with pytest.raises(ValueError, match="agent_id"):
+        Config().replace(agent_id=agent)
+    with pytest.raises(ConfigError, match="agent_id"):
+        Router.from_config(Config(state_dir=str(tmp_path)), agent_id=agent)
+    assert not (tmp_path / "escape").exists()
 
 
 def test_overrides_win(tmp_path: Path) -> None:

@@ -60,11 +60,14 @@ def test_cache_hits_skip_the_provider(tmp_path: Path) -> None:
     cache.close()
 
 
-def test_vectors_are_normalised_and_batched_by_bytes() -> None:
+def test_vectors_are_normalised_and_batched_by_bytes_shortest_first() -> None:
     provider = CountingProvider()
-    vectors = Embedder(provider).embed_documents(["a" * 15, "b" * 15, "c" * 3])
-    assert provider.batches == [["a" * 15], ["b" * 15, "c" * 3]]
+    texts = ["a" * 15, "b" * 15, "c" * 3]
+    vectors = Embedder(provider).embed_documents(texts)
+    # Sorted by length so a batch holds similar lengths; results still in input order.
+    assert provider.batches == [["c" * 3, "a" * 15], ["b" * 15]]
     assert all(abs(float(np.linalg.norm(v)) - 1) < 1e-6 for v in vectors)
+    assert [round(float(v[0] / v[1])) for v in vectors] == [15, 15, 3]  # [len, 1, 0] scaled
 
 
 def test_wrong_vector_count_is_an_error() -> None:

@@ -68,13 +68,17 @@ EXPECTED = [
     "get_plugin_manager",
     "hookimpl",
     "is_silent_reply",
+    "lazy_exports",
     "load_config",
     "no_progress",
     "normalize",
     "parse_settings",
+    "prefetch",
     "provider_key",
     "recall_block",
     "sha256_text",
+    "signal_child",
+    "spawn_child",
 ]
 
 

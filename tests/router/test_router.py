@@ -191,8 +191,8 @@ def test_all_backends_failing_is_one_clear_error(tmp_path: Path, switch: Switch)
     router = make_router(tmp_path, chain=["flaky", "flaky2"])
     with router, pytest.raises(BackendUnavailable, match="no backend could answer") as info:
         router.search("blue")
-    assert "flaky: RuntimeError: index exploded" in info.value.message
-    assert "flaky2: RuntimeError: index exploded" in info.value.message
+    assert "flaky: search failed: RuntimeError: index exploded" in info.value.message
+    assert "flaky2: search failed: RuntimeError: index exploded" in info.value.message
 
 
 def test_empty_and_odd_queries(tmp_path: Path, switch: Switch) -> None:

@@ -7,19 +7,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    SpinnerColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
 
 from memory_router import _types
 from memory_router._config import load_config
@@ -38,7 +25,10 @@ from ._app import EXIT_ERROR, CliState, CommandError, echo_json, read_argument, 
     "backends",
     multiple=True,
     metavar="NAME",
-    help="Sync this backend (repeatable; default: the chain's first, or all when standby is hot).",
+    help=(
+        "Sync this backend (repeatable; default: the chain's first, and the next ones while"
+        " the one before fails; all when standby is hot)."
+    ),
 )
 @click.option(
     "--wait",
@@ -74,9 +64,12 @@ def index(
             f" (looked for {MEMORY_FILES}).",
             err=True,
         )
-    failed = [(r.backend, e) for r in reports for e in r.errors]
-    for backend, error in failed:
-        click.echo(f"Error: {backend}: {' '.join(error.split())}", err=True)
+    failed = [(r, e) for r in reports for e in r.errors]
+    for report, error in failed:
+        seconds = report.duration_ms / 1000
+        click.echo(
+            f"Error: {report.backend}: {' '.join(error.split())} (after {seconds:.1f} s)", err=True
+        )
     if failed:
         ctx.exit(EXIT_ERROR)
 
@@ -99,35 +92,15 @@ def sync_summary(report: SyncReport) -> str:
 
 @contextmanager
 def progress_bar(*, enabled: bool) -> Iterator[_types.Progress]:
-    """A :class:`~memory_router.Progress` that draws a rich bar on stderr when it is a terminal."""
-    console = Console(stderr=True)
-    if not enabled or not console.is_terminal:
-        yield _types.no_progress
-        return
-    columns = (
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        RateColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("scanning", total=None)
+    """A :class:`~memory_router.Progress` that draws a rich bar on stderr when it is a terminal.
 
-        def report(*, done: int, total: int, label: str) -> None:
-            bar.update(task, completed=done, total=total or None, description=label)
+    The bar shows the step (``indexing`` files, ``embedding`` chunks), done/total, the rate
+    per second and the time left; a new label starts a fresh rate.
+    """
+    from ._progress import rich_progress  # rich is imported only when a bar is drawn
 
+    with rich_progress(enabled=enabled) as report:
         yield report
-
-
-class RateColumn(ProgressColumn):
-    """``12.3/s``: how many units (chunks) per second, once rich has measured it."""
-
-    def render(self, task: Task) -> Text:
-        speed = task.speed
-        return Text(f"{speed:,.1f}/s" if speed else "", style="progress.data.speed")
 
 
 @click.command()

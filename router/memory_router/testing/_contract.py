@@ -165,10 +165,13 @@ class BackendContract:
         entry = router.store(
             "The office wifi password is cobalt-harbor-42", importance=0.9, category="fact"
         )
+        # A sidecar syncs in the background while searches go on: sync explicitly.
+        router.sync()
         found = self.containing(router.search("office wifi password"), "cobalt")
         assert found, "a stored entry must be searchable after the next sync"
         assert found[0].entry is None or found[0].entry.id == entry.id
         router.forget(entry.id)
+        router.sync()
         assert not self.containing(router.search("office wifi password"), "cobalt")
 
     @pytest.mark.parametrize(

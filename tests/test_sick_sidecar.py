@@ -1,0 +1,116 @@
+"""The three reproductions of a sick sidecar, as a user meets them through the CLI.
+
+QMD is a shell script that hangs on every call (its ``sleep`` is a grandchild of the
+router). Timeouts are short so each test takes seconds: search answers from SQLite within
+the deadline, ``index`` reports QMD and still builds SQLite, and no child outlives a CLI
+process ended by SIGTERM, SIGINT or SIGKILL, mid-update or mid-query.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from qmd_fakes.helpers import install_fake
+from qmd_fakes.processes import (
+    alive,
+    cli,
+    fast_fail_config,
+    install_hanging_qmd,
+    started_pids,
+    wait_until,
+)
+
+NOTES = {
+    "MEMORY.md": "# Memory\nGreen tea in the morning.\n",
+    "memory/2026-11-03.md": "# Zoo\nThe keeper's code word is zebra-quartz-42.\n",
+}
+
+
+@pytest.fixture
+def workspace(write_workspace) -> Path:  # type: ignore[no-untyped-def]
+    return write_workspace(NOTES)  # type: ignore[no-any-return]
+
+
+def test_search_answers_from_sqlite_while_qmd_hangs_on_every_call(
+    tmp_path: Path, workspace: Path
+) -> None:
+    fake = install_hanging_qmd(tmp_path / "fake")
+    config = fast_fail_config(tmp_path, workspace, fake)
+    started = time.monotonic()
+    process = cli(config, "search", "--json", "zebra-quartz-42")
+    out, err = process.communicate(timeout=60)
+    elapsed = time.monotonic() - started
+    assert process.returncode == 0, err
+    answer = json.loads(out)
+    assert answer["backend"] == "sqlite"
+    assert answer["results"][0]["path"] == "memory/2026-11-03.md"
+    assert answer["fallback"]["from"] == "qmd"
+    assert "within" in answer["fallback"]["reason"]
+    # timeout_s (2) for QMD, then SQLite's own time: far from the 120 s of a blocking update.
+    assert elapsed < 20
+    assert wait_until(lambda: not any(alive(p) for p in started_pids(fake)), 5)
+
+
+def test_index_reports_the_hung_sidecar_and_builds_the_fallback(
+    tmp_path: Path, workspace: Path
+) -> None:
+    fake = install_hanging_qmd(tmp_path / "fake")
+    config = fast_fail_config(tmp_path, workspace, fake)
+    started = time.monotonic()
+    process = cli(config, "index", "--json")
+    out, err = process.communicate(timeout=60)
+    elapsed = time.monotonic() - started
+    assert process.returncode == 1
+    reports = {r["backend"]: r for r in json.loads(out)}
+    assert "within 1 s" in reports["qmd"]["errors"][0]
+    assert reports["sqlite"]["errors"] == []
+    assert reports["sqlite"]["added"] == 2
+    assert "Error: qmd: qmd update" in err
+    assert "(after " in err
+    # One update timeout, not one per queued update cycle (was 2 × 120 s).
+    assert elapsed < 15
+    assert wait_until(lambda: not any(alive(p) for p in started_pids(fake)), 5)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize(
+    ("command", "point"),
+    [(("index",), "update"), (("search", "green tea"), "mcp-request")],
+    ids=["mid-update", "mid-query"],
+)
+def test_no_child_survives_the_cli_process(
+    tmp_path: Path,
+    workspace: Path,
+    sig: signal.Signals,
+    command: tuple[str, ...],
+    point: str,
+) -> None:
+    fake = install_fake(tmp_path / "fake", behaviour=f"{point}=hang")
+    config = fast_fail_config(
+        tmp_path,
+        workspace,
+        fake,
+        update_timeout_s=60.0,
+        search_timeout_s=60.0,
+        command_timeout_s=30.0,  # a loaded machine must not fail the start instead
+    )
+    text = config.read_text().replace("timeout_s = 2\n", "timeout_s = 60\n", 1)
+    config.write_text(text.replace("[router]\n", "[router]\nsync_wait_s = 0\n"))
+    process = cli(config, *command)
+    pid_file = fake.parent / f"{point}.pid"
+    try:
+        assert wait_until(pid_file.is_file, 30), process.stderr.read() if process.stderr else ""
+        child = int(pid_file.read_text())
+        assert alive(child)
+        process.send_signal(sig)
+        process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert wait_until(lambda: not any(alive(p) for p in started_pids(fake)), 5)
