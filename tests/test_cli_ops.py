@@ -126,7 +126,7 @@ def test_doctor_on_a_healthy_setup_is_all_checks(config: Path) -> None:
         "✓ state dir",
         "✓ embeddings",
         "✓ backend sqlite",
-        "✓ index lock",
+        "✓ index lock sqlite",
     ]
     assert "3 memory files" in result.output
 
