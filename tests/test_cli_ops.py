@@ -306,7 +306,8 @@ def test_a_search_during_another_index_answers_from_the_existing_index(config: P
     assert any("process 4242 is already building the sqlite index" in n for n in data["notes"])
     assert not list(index_path(config).parent.glob("memory.sqlite.tmp-*"))
     assert waited.exit_code == 1
-    assert "Error: process 4242 is already building the sqlite index of agent 'main'" in waited.output
+    busy = "Error: process 4242 is already building the sqlite index of agent 'main'"
+    assert busy in waited.output
     assert "Hint: let it finish" in waited.output
 
 
