@@ -6,9 +6,10 @@ Starts ``serve`` (a real subprocess on a free loopback port) over a copy of
 ``examples/workspace`` with the default configuration (SQLite, MiniLM hybrid when the
 model is installed; ``--keyword`` for keyword-only), then:
 
+0. the baseline: ``Router.search`` in the bench's own process, one query at a time;
 1. ``--clients`` threads, each with its own HTTP connection, send ``--requests``
-   ``POST /search`` each (queries cycle through a fixed list); every answer must be 200
-   with results; latency p50/p95/p99 and throughput are reported;
+   ``POST /search`` each (queries cycle through a fixed list); any answer but a 200 is an
+   error; latency p50/p95/p99, throughput and how many answers had hits are reported;
 2. one official MCP client calls ``memory_search`` over streamable HTTP 100 times (p50/p99);
 3. ``memory-router search`` as a fresh process, through the server and with ``--local``
    (median of 5 each): what an agent that shells out pays.
@@ -89,6 +90,7 @@ def start_server(root: Path, keyword: bool) -> tuple[subprocess.Popen[bytes], st
 def http_load(url: str, clients: int, requests: int) -> dict[str, Any]:
     latencies: list[list[float]] = [[] for _ in range(clients)]
     errors: list[str] = []
+    answered = [0] * clients
     barrier = threading.Barrier(clients + 1)
 
     def client(n: int) -> None:
@@ -99,13 +101,15 @@ def http_load(url: str, clients: int, requests: int) -> dict[str, Any]:
                 started = time.perf_counter()
                 try:
                     response = http.post(url + "/search", json={"query": query, "maxResults": 3})
-                    ok = response.status_code == 200 and response.json()["results"]
-                except (httpx.HTTPError, ValueError) as error:
+                    hits = response.json()["results"] if response.status_code == 200 else None
+                except (httpx.HTTPError, ValueError, KeyError) as error:
                     errors.append(repr(error))
                     continue
                 latencies[n].append(time.perf_counter() - started)
-                if not ok:
+                if hits is None:
                     errors.append(f"{response.status_code}: {response.text[:200]}")
+                elif hits:
+                    answered[n] += 1
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
     for thread in threads:
@@ -119,6 +123,7 @@ def http_load(url: str, clients: int, requests: int) -> dict[str, Any]:
     return {
         "requests": clients * requests,
         "errors": len(errors),
+        "with_hits": sum(answered),
         "first_error": errors[0] if errors else None,
         "p50_ms": percentile(flat, 50) * 1000,
         "p95_ms": percentile(flat, 95) * 1000,
@@ -152,6 +157,20 @@ def mcp_calls(url: str, calls: int) -> dict[str, float]:
     return {"p50_ms": percentile(latencies, 50) * 1000, "p99_ms": percentile(latencies, 99) * 1000}
 
 
+def in_process(config: Path, runs: int) -> dict[str, float]:
+    """The baseline: ``Router.search`` in this process, one query at a time."""
+    from memory_router import Router
+
+    latencies = []
+    with Router.from_config(config) as router:
+        router.search(QUERIES[0])  # load the model and open the index first
+        for i in range(runs):
+            started = time.perf_counter()
+            router.search(QUERIES[i % len(QUERIES)], max_results=3)
+            latencies.append(time.perf_counter() - started)
+    return {"p50_ms": percentile(latencies, 50) * 1000, "p99_ms": percentile(latencies, 99) * 1000}
+
+
 def cli_runs(config: Path, runs: int) -> dict[str, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_ROUTER_")}
     env["HF_HUB_OFFLINE"] = "1"
@@ -180,15 +199,20 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--mcp-calls", type=int, default=100)
     parser.add_argument("--cli-runs", type=int, default=5)
+    parser.add_argument("--baseline-runs", type=int, default=100)
     parser.add_argument("--keyword", action="store_true", help="keyword-only (no embeddings)")
     parser.add_argument("--quick", action="store_true", help="8 × 50 requests, fewer runs")
     args = parser.parse_args()
     if args.quick:
-        args.requests, args.mcp_calls, args.cli_runs = 50, 20, 3
+        args.requests, args.mcp_calls, args.cli_runs, args.baseline_runs = 50, 20, 3, 20
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, load {os.getloadavg()}")
+    # A SIGTERM (e.g. from `timeout`) unwinds through the finally below: the server stops too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         process, url, config = start_server(Path(tmp), args.keyword)
         try:
+            base = in_process(config, args.baseline_runs)
+            print(f"in-process Router.search × {args.baseline_runs}: {json.dumps(base)}")
             load = http_load(url, args.clients, args.requests)
             print(f"HTTP /search {args.clients} clients × {args.requests}: {json.dumps(load)}")
             mcp = mcp_calls(url, args.mcp_calls)

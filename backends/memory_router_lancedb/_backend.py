@@ -28,12 +28,13 @@ from memory_router import (
     no_progress,
 )
 
-from . import _housekeeping, _search, _transfer
+from . import _housekeeping, _search, _transfer, _vectors
 from ._search import Row
 from ._settings import LanceSettings, is_remote, mask_uri
 from ._staging import LanceStaging
 from ._store import LanceStore, Pointer, Tables
 from ._sync import sync_generation
+from ._vectors import VectorCache
 
 
 class LanceBackend(Backend):
@@ -49,6 +50,7 @@ class LanceBackend(Backend):
         self.journal = Path(context.config.entries.path).as_posix()
         # The keyword leg runs beside the vector leg (LanceDB releases the GIL).
         self._legs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lancedb-leg")
+        self._vectors = VectorCache()
 
     # -- sync ---------------------------------------------------------------------------
 
@@ -148,18 +150,36 @@ class LanceBackend(Backend):
             keyword_leg = self._legs.submit(
                 _search.keyword_rows, tables.chunks, request.query, where=where, limit=limit
             )
-        vector: dict[str, Row] = {}
-        if np.any(query_vector):
-            refine = self.settings.refine_factor if _housekeeping.has_ann(tables.chunks) else None
-            vector = _search.vector_rows(
-                tables.chunks, query_vector, where=where, limit=limit, refine_factor=refine
-            )
+        vector = self._vector_rows(tables, query_vector, request.sources, where, limit)
         if keyword_leg is None:
             hits = [self._hit(r, vector_score=r.score) for r in vector.values()]
             return self._result(tables, hits, mode="vector", relaxed=None)
         keyword = keyword_leg.result()
         hits = merge(keyword, vector, hybrid.vector_weight, hybrid.text_weight, self.name)
         return self._result(tables, hits[:limit], mode="hybrid", relaxed=hybrid.text_weight)
+
+    def _vector_rows(
+        self,
+        tables: Tables,
+        query_vector: Any,
+        sources: tuple[str, ...] | None,
+        where: str | None,
+        limit: int,
+    ) -> dict[str, Row]:
+        """Exact search in memory while the vectors fit (``vector_search``), else LanceDB's."""
+        if not np.any(query_vector):
+            return {}
+        ann = _housekeeping.has_ann(tables.chunks)
+        mode = self.settings.vector_search
+        if mode == "memory" or (mode == "auto" and not ann):
+            budget = self.settings.memory_budget_mb * 2**20
+            loaded = self._vectors.load(tables.generation, tables.chunks, budget)
+            if loaded is not None:
+                return _vectors.top(loaded, query_vector, sources=sources, limit=limit)
+        refine = self.settings.refine_factor if ann else None
+        return _search.vector_rows(
+            tables.chunks, query_vector, where=where, limit=limit, refine_factor=refine
+        )
 
     def _result(
         self,

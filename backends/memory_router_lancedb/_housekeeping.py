@@ -142,6 +142,17 @@ def status(store: LanceStore, name: str, *, deep: bool) -> BackendStatus:
     return result
 
 
+def _vector_path(store: LanceStore, ann: bool, dims: int | None) -> str:
+    settings = store.settings
+    if dims is None:
+        return "none (keyword-only)"
+    if settings.vector_search == "memory" or (settings.vector_search == "auto" and not ann):
+        return f"exact, in memory while it fits memory_budget_mb = {settings.memory_budget_mb}"
+    if ann:
+        return f"{settings.ann_index} + refine_factor {settings.refine_factor}"
+    return "exact (LanceDB brute force)"
+
+
 def _deep(store: LanceStore, tables: Tables, dims: int | None) -> dict[str, Any]:
     meta = store.read_meta()
     rows = {}
@@ -156,14 +167,7 @@ def _deep(store: LanceStore, tables: Tables, dims: int | None) -> dict[str, Any]
             "indexed_rows": stats.num_indexed_rows if stats else None,
             "unindexed_rows": stats.num_unindexed_rows if stats else None,
         }
-    ann = VECTOR_INDEX in indexes
-    vector = (
-        "none (keyword-only)"
-        if dims is None
-        else f"{store.settings.ann_index} + refine_factor {store.settings.refine_factor}"
-        if ann
-        else "exact (brute force)"
-    )
+    vector = _vector_path(store, VECTOR_INDEX in indexes, dims)
     return {
         "storage_options": store.settings.masked_options(),
         "generation": tables.generation,

@@ -8,6 +8,7 @@ SIGINT: the HTTP server stops accepting, the watcher stops, the router closes it
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import socket
 import sys
@@ -177,16 +178,24 @@ def serve_stdio(router: Router, *, watch: bool, poll: bool) -> None:
     except ImportError as error:
         raise missing_extra(error) from None
 
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     service = Service(router, watch=watch, poll=poll)
+
+    def stop_now(*_: Any) -> None:
+        # The stdio transport reads stdin in a worker thread that no cancellation reaches,
+        # so unwinding would wait for the host to close stdin: clean up and leave instead.
+        service.close()
+        log.info("stopped")
+        logging.shutdown()
+        os._exit(0)
+
+    previous = {sig: signal.signal(sig, stop_now) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         service.start()
         server = build_mcp_server(service)
         log.info("ready: MCP on stdio")
-        anyio.run(server.run_stdio_async)
-    except (Stopped, KeyboardInterrupt):
-        pass
+        anyio.run(server.run_stdio_async)  # returns when the host closes stdin
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         service.close()
         log.info("stopped")

@@ -10,11 +10,13 @@ stops the watcher and closes the router, which stops the backends' children.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from typing import Any
 
 from memory_router import (
+    BackendTimeout,
     Entry,
     FileText,
     ForgetResult,
@@ -44,6 +46,8 @@ class Service:
         self._watcher: Any = None
         self._monitor: threading.Thread | None = None
         self._stop = threading.Event()
+        limit = router.config.serve.max_concurrent_searches or os.cpu_count() or 1
+        self._slots = threading.BoundedSemaphore(limit)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -125,12 +129,26 @@ class Service:
     # -- operations (counted) -----------------------------------------------------------
 
     def search(self, query: str, **options: Any) -> SearchResponse:
+        """``Router.search``, at most ``[serve] max_concurrent_searches`` at a time.
+
+        More concurrent searches than cores only make each one slower; past the router's
+        deadline they would time out and open the circuit breaker for a backend that is
+        merely busy. Extra requests wait here instead (up to the router's timeout).
+        """
         started = time.perf_counter()
+        if not self._slots.acquire(timeout=self.router.config.router.timeout_s):
+            self.metrics.query(None, time.perf_counter() - started, ok=False)
+            raise BackendTimeout(
+                "the server is busy: no search slot within the timeout",
+                backend=self.router.config.router.chain[0],
+            )
         try:
             response = self.router.search(query, **options)
         except MemoryRouterError:
             self.metrics.query(None, time.perf_counter() - started, ok=False)
             raise
+        finally:
+            self._slots.release()
         self.metrics.query(response.backend, time.perf_counter() - started, ok=True)
         for attempt in response.attempts:
             self.metrics.fallback(attempt.from_, attempt.reason)

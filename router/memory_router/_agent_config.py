@@ -34,11 +34,13 @@ class ServeConfig:
     max_body_bytes: int = 1_048_576
     watch: bool = True
     client_timeout_s: float = 30.0
+    max_concurrent_searches: int = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ValueError("port must be between 0 and 65535")
         object.__setattr__(self, "max_body_bytes", max(1024, self.max_body_bytes))
+        object.__setattr__(self, "max_concurrent_searches", max(0, self.max_concurrent_searches))
 
     @property
     def loopback(self) -> bool:

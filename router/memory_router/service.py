@@ -9,8 +9,10 @@ server instead of loading everything in a cold process.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import urllib.parse
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -118,30 +120,40 @@ class ServiceClient:
         self._timeout = timeout
         self._headers = headers
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        """The JSON answer; API errors are raised as :class:`MemoryRouterError` subclasses."""
-        import httpx  # only when a server is running: a cold CLI start never loads it
+    def request(self, method: str, path: str, *, json_body: Any = None) -> Any:
+        """The JSON answer; API errors are raised as :class:`MemoryRouterError` subclasses.
 
-        timeout = httpx.Timeout(self._timeout, connect=min(self._timeout, 2.0))
+        The standard library's ``http.client``: a CLI process that only asks a running
+        server pays for no HTTP library import (httpx alone costs more than the query).
+        """
+        parts = urllib.parse.urlsplit(self.url)
+        body = None if json_body is None else json.dumps(json_body).encode("utf-8")
+        headers = {**self._headers, "Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        connection = http.client.HTTPConnection(
+            parts.hostname or "127.0.0.1", parts.port or 80, timeout=self._timeout
+        )
         try:
-            with httpx.Client(timeout=timeout, headers=self._headers) as client:
-                response = client.request(method, self.url + path, **kwargs)
-        except httpx.HTTPError as error:
+            connection.request(method, parts.path.rstrip("/") + path, body=body, headers=headers)
+            response = connection.getresponse()
+            status, raw = response.status, response.read()
+        except (OSError, http.client.HTTPException) as error:
             raise ServiceUnreachable(f"server {self.url} did not answer: {error}") from error
+        finally:
+            connection.close()
         try:
-            data = response.json()
+            data = json.loads(raw)
         except ValueError:
-            raise ServiceUnreachable(
-                f"server {self.url} answered {response.status_code} without JSON"
-            ) from None
-        if response.status_code >= 400:
-            raise _api_error(response.status_code, data)
+            raise ServiceUnreachable(f"server {self.url} answered {status} without JSON") from None
+        if status >= 400:
+            raise _api_error(status, data)
         return data
 
     def search(self, query: str, **options: Any) -> dict[str, Any]:
         """``POST /search``: ``options`` are :meth:`Router.search`'s keyword arguments."""
         body = {"query": query, **{k: v for k, v in options.items() if v is not None}}
-        result: dict[str, Any] = self.request("POST", "/search", json=body)
+        result: dict[str, Any] = self.request("POST", "/search", json_body=body)
         return result
 
 

@@ -78,7 +78,7 @@ def assert_unavailable_then_fallback(tmp_path: Path, settings: dict[str, Any], c
         router.sync(backends=["sqlite"])
         started = time.monotonic()
         response = router.search("garden gate code")
-        assert time.monotonic() - started < DEADLINE_S + 5  # the router's deadline holds
+        assert time.monotonic() - started < 2 * DEADLINE_S  # the router bounds the call
         assert response.backend == "sqlite"
         assert response.fallback is not None
         assert response.fallback.from_ == "lancedb"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serving import Server, child_env, make_config, running_server, server_file, stop
+from serving import Server, child_env, make_config, running_server
 
 DOWN_PLUGIN = """
 from memory_router import Backend, BackendSpec, BackendStatus, BackendUnavailable, hookimpl
@@ -287,33 +286,19 @@ def test_health_reports_a_backend_that_is_down(tmp_path: Path) -> None:
         assert "no backend could answer" in failed.json()["error"]
 
 
-def test_sigterm_stops_cleanly_and_the_cli_falls_back(tmp_path: Path) -> None:
-    config = make_config(tmp_path)
-    with running_server(config) as server:
-        assert server_file(config).exists()
-        assert stop(server.process) == 0
-        assert "stopped" in server.stderr()
-    assert not server_file(config).exists()
-    # A stale server file (a dead pid) is ignored: the CLI searches in-process.
-    server_file(config).write_text(
-        json.dumps(
-            {
-                "url": server.url,
-                "pid": server.process.pid,
-                "agent_id": "main",
-                "workspace": str(tmp_path / "workspace"),
-                "started_at": "x",
-            }
-        ),
-        encoding="utf-8",
-    )
-    result = subprocess.run(
-        [sys.executable, "-m", "memory_router", "--config", str(config), "search", "tea"],
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        timeout=120,
-    )
-    assert result.returncode == 0
-    assert "MEMORY.md" in result.stdout
-    assert signal.SIGTERM  # the signal the helper sent
+def test_context_and_capture_routes(server: Server) -> None:
+    block = post(server, "/context", {"prompt": "green tea in the morning"}).json()
+    assert block["count"] >= 1
+    assert block["block"].startswith("<relevant-memories>\n")
+    assert post(server, "/context", {"prompt": 42}).status_code == 400
+    captured = post(
+        server,
+        "/capture",
+        {"messages": ["I prefer the aisle seat on trains", "ok"], "conversationId": "http-1"},
+    ).json()
+    assert [e["text"] for e in captured["stored"]] == ["I prefer the aisle seat on trains"]
+    assert captured["stored"][0]["category"] == "preference"
+    assert len(captured["skipped"]) == 1
+    missing = post(server, "/capture", {"messages": ["I prefer tea"], "conversationId": ""})
+    assert missing.status_code == 400
+    assert "conversation_id" in missing.json()["error"]

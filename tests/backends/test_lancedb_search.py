@@ -1,0 +1,57 @@
+"""LanceDB search paths: vectors in memory and LanceDB's own search agree; the memory
+copy follows another router's writes; status --deep names the path in use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memory_router import Router, SearchRequest, testing
+
+FILES = {
+    "MEMORY.md": "# Memory\n\nThe kiln reached 1240 degrees on the glaze firing.\n",
+    "memory/a.md": "# Pottery\n\nTrimmed six bowls; the celadon glaze crawled on two.\n",
+    "memory/b.md": "# Garden\n\nPlanted garlic before the first frost in October.\n",
+}
+
+
+def router(tmp_path: Path, **settings: Any) -> Router:
+    workspace = testing.write_workspace(tmp_path / "workspace", FILES)
+    config = testing.router_config(
+        tmp_path,
+        workspace,
+        backend="lancedb",
+        embedding="hash",
+        settings={"uri": str(tmp_path / "lance"), **settings},
+        sync={"on_search": False},
+    )
+    return Router.from_config(config, plugins=[testing])
+
+
+def ranked(r: Router, query: str) -> list[tuple[str, float, float | None]]:
+    request = SearchRequest(query=query, max_results=5, min_score=0.0, candidates=10)
+    hits = r.backend("lancedb").search(request).hits
+    return [(h.path, round(h.score, 5), h.vector_score and round(h.vector_score, 5)) for h in hits]
+
+
+def test_memory_and_lance_vector_search_agree(tmp_path: Path) -> None:
+    with router(tmp_path, vector_search="memory") as memory:
+        memory.sync()
+        from_memory = ranked(memory, "glaze firing kiln")
+        status = memory.status(deep=True).backends[0].details
+    with router(tmp_path, vector_search="lance") as lance:
+        from_lance = ranked(lance, "glaze firing kiln")
+    assert from_memory == from_lance
+    assert from_memory[0][0] == "MEMORY.md"
+    assert "in memory" in status["search_path"]
+
+
+def test_memory_copy_follows_another_routers_writes(tmp_path: Path) -> None:
+    with router(tmp_path) as reader, router(tmp_path) as writer:
+        writer.sync()
+        assert "memory/c.md" not in [p for p, _, _ in ranked(reader, "sourdough starter")]
+        (tmp_path / "workspace" / "memory" / "c.md").write_text(
+            "# Bread\n\nFed the sourdough starter twice today.\n", encoding="utf-8"
+        )
+        writer.sync()
+        assert ranked(reader, "sourdough starter")[0][0] == "memory/c.md"
