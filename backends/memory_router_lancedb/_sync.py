@@ -18,7 +18,7 @@ from memory_router import Chunk, Document, Embedder, Progress, Snapshot
 
 from . import _schema
 from ._lance import with_retries
-from ._store import LanceStore, Tables, in_list, upsert
+from ._store import LanceStore, Tables, in_list, quote, upsert
 
 GROUP_CHUNKS = 512
 GROUP_FILES = 200
@@ -71,7 +71,11 @@ class Indexer:
 
     def run(self, snapshot: Snapshot, counts: Counts, progress: Progress) -> None:
         stored = self.stored_files()
-        changed = [d for d in snapshot.documents if stored.get(d.path) != d.hash]
+        changed = [
+            d
+            for d in snapshot.documents
+            if stored.get(d.path) != d.hash or self._journal_behind(snapshot, d)
+        ]
         counts.unchanged = len(snapshot.documents) - len(changed)
         progress(done=0, total=len(changed), label="indexing")
         group: list[tuple[Document, list[Chunk]]] = []
@@ -91,6 +95,18 @@ class Indexer:
         if gone:
             self.delete_paths(gone)
             counts.removed = len(gone)
+
+    def _journal_behind(self, snapshot: Snapshot, doc: Document) -> bool:
+        """Whether the journal's rows lag its recorded hash.
+
+        Two processes syncing two versions of the journal at once can commit the older
+        chunks after the newer ``files`` row (the tables are committed one by one); the
+        entry count tells, and the journal is then written again.
+        """
+        if doc.kind != "journal":
+            return False
+        wanted = len(snapshot.chunks(doc))
+        return int(self.tables.entries.count_rows(f"path = {quote(doc.path)}")) != wanted
 
     def _flush(
         self,

@@ -32,7 +32,7 @@ from memory_router import (
 
 from . import _queries
 from ._collections import Collection, declared_names, ensure_config, managed_collections
-from ._export import export_sessions, load_line_maps
+from ._export import export_sessions, load_line_maps, purge_old_redaction
 from ._index import read_stats
 from ._locate import locate
 from ._mcp import McpSidecar
@@ -219,6 +219,8 @@ class QmdBackend(Backend):
                 ) from error
             self._line_maps = load_line_maps(self.export_dir)
         update, embed = self.cycle.run(force=True, embed_force=force)
+        if snapshot.config.sessions_enabled:
+            purge_old_redaction(snapshot, self.export_dir, self.cycle.cleanup)
         progress(done=2, total=2, label="qmd embed")
         errors = (embed.error,) if embed.status == "failed" and embed.error else ()
         indexed = sum(read_stats(self.runner.index_path).documents.values())

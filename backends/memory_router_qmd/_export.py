@@ -9,6 +9,7 @@ snapshot's line map, kept beside the exports (``.line-maps.json``; QMD skips dot
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from memory_router import Snapshot
@@ -16,6 +17,7 @@ from memory_router import Snapshot
 HEADER_LINES = 2
 """Lines before the first message line in an export (title and blank line)."""
 MAPS_FILE = ".line-maps.json"
+REDACTION_FILE = ".redaction"
 
 
 def session_markdown(name: str, text: str) -> str:
@@ -60,3 +62,18 @@ def load_line_maps(export_dir: Path) -> dict[str, list[int]]:
     except (OSError, ValueError):
         return {}
     return {str(k): [int(n) for n in v] for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def purge_old_redaction(snapshot: Snapshot, export_dir: Path, cleanup: Callable[[], None]) -> None:
+    """Run ``cleanup`` once after the redaction (``snapshot.fingerprint["redaction"]``)
+    changed: QMD keeps the content of a replaced export until ``qmd cleanup``, and an export
+    written by an older redaction may hold a secret the current one masks."""
+    version = json.dumps(snapshot.fingerprint.get("redaction"))
+    marker = export_dir / REDACTION_FILE
+    try:
+        if marker.read_text(encoding="utf-8") == version:
+            return
+    except OSError:
+        pass
+    cleanup()
+    marker.write_text(version, encoding="utf-8")

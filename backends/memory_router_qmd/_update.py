@@ -167,6 +167,11 @@ class UpdateCycle:
         embed = self._embed(force=force, embed_force=embed_force)
         return update, embed
 
+    def cleanup(self) -> None:
+        """``qmd cleanup``: drop the content of replaced documents and ``VACUUM``."""
+        with self._lock:
+            self.runner.run(["cleanup"], timeout=self.update_timeout)
+
     def _embed(self, *, force: bool, embed_force: bool) -> Outcome:
         if not self.can_embed():
             outcome = Outcome(

@@ -16,6 +16,7 @@ from memory_router import (
     Chunk,
     EmbeddingError,
     Entry,
+    Explain,
     Hit,
     MemoryRouterError,
     NotFound,
@@ -24,7 +25,10 @@ from memory_router import (
     Snapshot,
     Staging,
     SyncReport,
+    fuse,
+    keyword_coverage,
     no_progress,
+    vector_scale,
 )
 
 from . import _search
@@ -139,7 +143,29 @@ class SqliteBackend(Backend):
             return BackendResult(hits=tuple(self._with_entries(conn, only)), mode="vector")
         keyword_side = _search.keyword_or if hybrid.keyword_query == "or" else _search.keyword_and
         keyword = keyword_side(conn, scope, request.query)
-        hits = merge(keyword, vector, hybrid.vector_weight, hybrid.text_weight, self.name)
+        fused = fuse(
+            hybrid.fusion,
+            {k: r.score for k, r in vector.items()},
+            {k: r.score for k, r in keyword.items()},
+            vector_weight=hybrid.vector_weight,
+            text_weight=hybrid.text_weight,
+            scale=vector_scale(self.context.embedder.model),
+            coverage={k: keyword_coverage(request.query, r.text) for k, r in keyword.items()},
+        )
+        rows = {**vector, **keyword}  # keyword text preferred (ref §1.7)
+        hits = [
+            replace(
+                row_hit(rows[f.id], self.name, f.score, f.vector, f.text),
+                explain=Explain(
+                    relevance=f.score,
+                    score=f.score,
+                    vector_part=f.vector_part,
+                    text_part=f.text_part,
+                    fusion=hybrid.fusion,
+                ),
+            )
+            for f in fused
+        ]
         return BackendResult(
             hits=tuple(self._with_entries(conn, hits[: request.candidates])),
             mode="hybrid",
@@ -301,21 +327,6 @@ def row_hit(
         chunk_id=row.id,
     )
 
-
-def merge(
-    keyword: Mapping[str, Row], vector: Mapping[str, Row], vw: float, tw: float, backend: str
-) -> list[Hit]:
-    """Union by chunk id; a missing side scores 0; keyword text preferred (ref §1.7)."""
-    hits = []
-    for chunk_id in {**vector, **keyword}:
-        k, v = keyword.get(chunk_id), vector.get(chunk_id)
-        row = k or v
-        assert row is not None
-        ks, vs = (k.score if k else None), (v.score if v else None)
-        score = vw * (vs or 0.0) + tw * (ks or 0.0)
-        hits.append(row_hit(row, backend, score, vs, ks))
-    hits.sort(key=lambda h: (-h.score, h.chunk_id or ""))  # ties: independent of row order
-    return hits
 
 
 def _attach(hit: Hit, entry: Entry | None) -> Hit:

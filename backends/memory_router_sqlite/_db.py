@@ -175,7 +175,9 @@ def migrate(conn: Connection) -> int:
 
 def ensure_fts(conn: Connection, tokenizer: str) -> str | None:
     """Create ``chunks_fts`` if missing; the error text when FTS5 is unavailable."""
-    tokenize = "trigram case_sensitive 0" if tokenizer == "trigram" else "unicode61"
+    tokenize = {"trigram": "trigram case_sensitive 0", "porter": "porter unicode61"}.get(
+        tokenizer, "unicode61"
+    )
     try:
         conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(text, id UNINDEXED,"

@@ -10,8 +10,10 @@ from typing import Literal
 class SqliteSettings:
     """``[backends.sqlite]``: where the index lives and how it is built.
 
-    ``path`` may use ``{stateDir}`` and ``{agentId}``; ``fts_tokenizer`` is ``unicode61``
-    or ``trigram`` (case-insensitive, for CJK substring search); ``vector = false`` or a
+    ``path`` may use ``{stateDir}`` and ``{agentId}``; ``fts_tokenizer`` is ``porter``
+    (default: ``porter unicode61``, English stemming, so "flights" finds "flight"),
+    ``unicode61`` (OpenClaw's, no stemming) or ``trigram`` (case-insensitive, for CJK
+    substring search); changing it rebuilds the index; ``vector = false`` or a
     sqlite-vec that cannot load means exact in-process cosine search instead of KNN, over
     the current model's vectors held in memory (4 × dims bytes a chunk, reloaded after
     each write); ``extension_path`` overrides the bundled sqlite-vec library.
@@ -24,7 +26,7 @@ class SqliteSettings:
     """
 
     path: str = "{stateDir}/agents/{agentId}/memory.sqlite"
-    fts_tokenizer: Literal["unicode61", "trigram"] = "unicode61"
+    fts_tokenizer: Literal["porter", "unicode61", "trigram"] = "porter"
     vector: bool = True
     extension_path: str = ""
     busy_timeout_ms: int = 5000

@@ -15,6 +15,7 @@ from ._agent_config import (
     ServeConfig,
 )
 from ._backend import Backend, BackendContext, BackendSpec, Staging
+from ._calibration import vector_scale
 from ._capture import CaptureResult, RecallBlock, capture, recall_block
 from ._children import signal_child, spawn_child
 from ._config import Config, load_config
@@ -40,6 +41,18 @@ from ._exceptions import (
     Unsupported,
 )
 from ._flush import NO_REPLY, FlushDecision, check_memory_flush, is_silent_reply
+from ._fusion import (
+    FUSION_METHODS,
+    Fused,
+    FusionMethod,
+    VectorScale,
+    convex_fusion,
+    fuse,
+    minmax_fusion,
+    rrf_fusion,
+    weighted_fusion,
+    zscore_fusion,
+)
 from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
 from ._lazy import lazy_exports
 from ._pipeline import prefetch
@@ -47,6 +60,7 @@ from ._plugins import get_plugin_manager
 from ._providers import ProviderContext, ProviderSpec
 from ._router import Router
 from ._settings import Secret, parse_settings
+from ._snippets import keyword_coverage
 from ._types import (
     CATEGORIES,
     BackendResult,
@@ -55,6 +69,7 @@ from ._types import (
     Chunk,
     Document,
     Entry,
+    Explain,
     Fallback,
     FileText,
     Hit,
@@ -73,6 +88,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CATEGORIES",
+    "FUSION_METHODS",
     "NO_REPLY",
     "Backend",
     "BackendContext",
@@ -96,10 +112,13 @@ __all__ = [
     "EmbeddingProvider",
     "Entry",
     "EntryMatch",
+    "Explain",
     "Fallback",
     "FileText",
     "FlushDecision",
     "ForgetResult",
+    "Fused",
+    "FusionMethod",
     "Hit",
     "InvalidInput",
     "MemoryFlushConfig",
@@ -124,26 +143,35 @@ __all__ = [
     "StoreResult",
     "SyncReport",
     "Unsupported",
+    "VectorScale",
     "__version__",
     "bm25_to_score",
     "build_match_query",
     "build_or_query",
     "capture",
     "check_memory_flush",
+    "convex_fusion",
     "entry_weight",
     "extract_keywords",
+    "fuse",
     "get_plugin_manager",
     "hookimpl",
     "is_silent_reply",
+    "keyword_coverage",
     "lazy_exports",
     "load_config",
+    "minmax_fusion",
     "no_progress",
     "normalize",
     "parse_settings",
     "prefetch",
     "provider_key",
     "recall_block",
+    "rrf_fusion",
     "sha256_text",
     "signal_child",
     "spawn_child",
+    "vector_scale",
+    "weighted_fusion",
+    "zscore_fusion",
 ]

@@ -3,7 +3,7 @@
 Sizes are *estimated tokens* of 4 characters each, measured by :func:`weighted_length`:
 UTF-16 length, except that CJK-family characters count 4 (one token each). A chunk holds
 whole lines where it can; a line longer than the budget is cut into *segments* that keep the
-line's number. Consecutive chunks overlap by about ``overlap`` tokens of trailing segments.
+line's number. Consecutive chunks overlap by at most ``overlap`` tokens of trailing segments.
 
 Contract of :func:`chunk_markdown` (what the tests pin):
 
@@ -13,6 +13,9 @@ Contract of :func:`chunk_markdown` (what the tests pin):
 * a chunk costs at most ``max(32, tokens * 4)`` (each segment costs its weighted length + 1),
   except that the overlap carried from the previous chunk plus one incoming segment may
   exceed it;
+* a line longer than the chunk is never repeated whole: of its pieces, only as much of
+  the end as the overlap has room for is carried (OpenClaw's original carried a whole
+  piece, so consecutive chunks of long lines shared ~1,600 characters, not 320);
 * whitespace-only chunks are returned too: callers drop them.
 
 Deviation from the TypeScript original: Python strings are code points, so a cut never
@@ -26,7 +29,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2
 """Bump whenever :func:`chunk_markdown` or :func:`split_oversized` output changes."""
 
 CHARS_PER_TOKEN = 4
@@ -50,6 +53,7 @@ class _Segment(NamedTuple):
     text: str
     line: int
     cost: int
+    partial: bool = False  # a piece of a line longer than the chunk
 
 
 def sha256_hex(text: str) -> str:
@@ -101,13 +105,14 @@ def _segments(line: str, line_no: int, tokens: int, max_chars: int) -> Iterator[
     if not line:
         yield _Segment("", line_no, 1)
         return
+    cut = weighted_length(line) > max_chars
     for coarse in _utf16_pieces(line, max_chars):
         weight = weighted_length(coarse)
         if weight <= max_chars:
-            yield _Segment(coarse, line_no, weight + 1)
+            yield _Segment(coarse, line_no, weight + 1, cut)
             continue
         for fine in _utf16_pieces(coarse, max(1, tokens)):
-            yield _Segment(fine, line_no, weighted_length(fine) + 1)
+            yield _Segment(fine, line_no, weighted_length(fine) + 1, True)
 
 
 def _make_chunk(segments: Sequence[_Segment]) -> RawChunk:
@@ -115,19 +120,42 @@ def _make_chunk(segments: Sequence[_Segment]) -> RawChunk:
     return RawChunk(segments[0].line, segments[-1].line, text, sha256_hex(text))
 
 
+def _tail(segment: _Segment, room: int) -> _Segment:
+    """The longest end of ``segment`` whose cost (weighted length + 1) fits ``room``."""
+    taken = 0
+    width = 1
+    for char in reversed(segment.text):
+        cost = weighted_length(char)
+        if width + cost > room:
+            break
+        width += cost
+        taken += 1
+    text = segment.text[len(segment.text) - taken :]
+    return _Segment(text, segment.line, width, partial=True)
+
+
 def _carry(buffer: list[_Segment], overlap_chars: int) -> list[_Segment]:
     """The trailing segments to repeat in the next chunk: walk back until the overlap is
-    reached (so at least one segment is carried whenever overlap > 0)."""
+    reached (so at least one segment is carried whenever overlap > 0).
+
+    A piece of a line longer than the chunk is never carried whole: only as much of its
+    end as the overlap has room for, so chunks of a long line overlap by ``overlap``
+    tokens, not by a whole piece.
+    """
     if overlap_chars <= 0:
         return []
-    kept = 0
+    kept: list[_Segment] = []
     total = 0
     for segment in reversed(buffer):
+        if segment.partial and total + segment.cost > overlap_chars:
+            if overlap_chars - total > 1 or not kept:
+                kept.append(_tail(segment, max(2, overlap_chars - total)))
+            break
         total += segment.cost
-        kept += 1
+        kept.append(segment)
         if total >= overlap_chars:
             break
-    return buffer[len(buffer) - kept :]
+    return kept[::-1]
 
 
 def chunk_markdown(text: str, *, tokens: int, overlap: int) -> list[RawChunk]:

@@ -11,12 +11,13 @@ from collections.abc import Sequence
 
 from ._exceptions import MemoryRouterError
 from .cli import build_cli, report_error
-from .cli._app import EXIT_BROKEN_PIPE, silence_stdout
+from .cli._app import EXIT_BROKEN_PIPE, silence_stdout, tolerant_streams
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI with ``argv`` (default: ``sys.argv[1:]``); exits the process."""
     args = list(sys.argv[1:] if argv is None else argv)
+    tolerant_streams()
     try:
         cli = build_cli()
     except MemoryRouterError as error:

@@ -32,10 +32,23 @@ RESERVED_ENV = frozenset({"CONFIG", "PLUGINS", "PLUGIN_MODULES"})
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChunkingConfig:
-    """``[chunking]``: chunk size and overlap in estimated tokens (4 chars each)."""
+    """``[chunking]``: chunk size and overlap in estimated tokens (4 chars each).
 
-    tokens: int = 400
-    overlap: int = 80
+    The defaults (200 / 40) are half OpenClaw's 400 / 80: a 400-token chunk is longer than
+    MiniLM's 256-word-piece window (its tail is never embedded) and than the 700-character
+    snippet an agent reads (docs/performance.md has the measurements).
+
+    ``structure`` chunks Markdown by its structure — one chunk per list item or paragraph,
+    a heading joined to the block after it — in ``"curated"`` files (``MEMORY.md``,
+    ``memory.md`` and undated files under ``memory/``); with ``"auto"`` also in any file
+    whose non-blank lines are at least half headings and list items (a daily note of
+    bullets); in ``"all"`` Markdown files; or nowhere (``"off"``: fixed windows, as
+    OpenClaw does).
+    """
+
+    tokens: int = 200
+    overlap: int = 40
+    structure: Literal["auto", "curated", "all", "off"] = "auto"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tokens", max(1, self.tokens))
@@ -50,6 +63,11 @@ class HybridConfig:
     extracted keywords, as the default keyword-only mode does; the default because it
     measures far better on LoCoMo) or ``"and"`` (OpenClaw's: every query token must be in
     the chunk).
+
+    ``fusion`` is how the two lists become one (see :mod:`memory_router._fusion` and
+    docs/performance.md for the measurements): ``"convex"`` (default: calibrated cosine and
+    best-scaled BM25 in a convex combination), ``"rrf"``, ``"minmax"``, ``"zscore"``, or
+    ``"weighted"`` (OpenClaw's raw-score merge).
     """
 
     enabled: bool = True
@@ -57,6 +75,7 @@ class HybridConfig:
     text_weight: float = 0.3
     candidate_multiplier: int = 4
     keyword_query: Literal["or", "and"] = "or"
+    fusion: Literal["convex", "rrf", "minmax", "zscore", "weighted"] = "convex"
 
     def __post_init__(self) -> None:
         vector = min(max(self.vector_weight, 0.0), 1.0)
@@ -81,13 +100,21 @@ class MmrConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecayConfig:
-    """``[query.temporal_decay]``: exponential decay of dated memories."""
+    """``[query.temporal_decay]``: exponential decay of dated memories.
+
+    The factor is ``floor + (1 − floor) × 0.5 ** (age_days / half_life_days)``: age alone
+    never takes more than ``1 − floor`` of a score (``floor = 0`` is OpenClaw's pure
+    exponential). Decay reorders; it never filters: ``min_score`` is applied to the
+    score before decay, so an old but relevant memory is still returned.
+    """
 
     enabled: bool = False
     half_life_days: float = 30.0
+    floor: float = 0.5
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "half_life_days", max(1.0, float(int(self.half_life_days))))
+        object.__setattr__(self, "floor", min(max(self.floor, 0.0), 1.0))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -317,6 +344,20 @@ def _expand_tokens(value: str, config: Config, *, state: str | None) -> str:
     return value
 
 
+def ensure_dir(path: Path, *, key: str) -> Path:
+    """Create the state folder ``path`` if needed; one that cannot be created or written
+    is a :class:`ConfigError` naming the setting ``key`` and the folder."""
+    hint = f"set {key} to a folder this user can write, or fix the folder's permissions"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        why = error.strerror or type(error).__name__
+        raise ConfigError(f"cannot create folder {path}: {why}", key=key, hint=hint) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"folder {path} is not writable", key=key, hint=hint)
+    return path
+
+
 def default_config_path() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "memory-router" / "config.toml"
@@ -357,6 +398,10 @@ def read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"not valid TOML: {error}", path=str(path)) from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"not valid UTF-8 (byte {error.start}); TOML files are UTF-8", path=str(path)
+        ) from None
     except OSError as error:
         raise ConfigError(f"cannot read: {error.strerror}", path=str(path)) from None
 

@@ -19,12 +19,28 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ._config import Config
 from ._types import Document
+
+_DATED = re.compile(r"(?:^|/)memory/(?:.*/)?(\d{4})-(\d{2})-(\d{2})(?:-[^/]*)?\.md$")
+
+
+def dated_file(path: str) -> datetime | None:
+    """The date in a dated memory file name (``memory/2026-01-31.md``, nested or suffixed)."""
+    match = _DATED.search(path)
+    if not match:
+        return None
+    try:
+        return datetime(int(match[1]), int(match[2]), int(match[3]), tzinfo=UTC)
+    except ValueError:
+        return None
+
 
 IGNORED_DIRS: frozenset[str] = frozenset(
     {

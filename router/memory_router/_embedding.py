@@ -92,6 +92,10 @@ def normalize(vector: Sequence[float] | Vector) -> Vector:
     return array / norm if norm > 1e-10 else array
 
 
+QUERY_KEY_PREFIX = "\x00query\x00"
+"""Prefixed to a query's text before hashing, so query vectors never stand in for documents."""
+
+
 class EmbeddingCache:
     """Vectors keyed by (provider, model, provider key, text hash) in one SQLite file.
 
@@ -242,13 +246,27 @@ class Embedder:
             return True
 
     def embed_query(self, text: str) -> Vector:
-        """The normalised query vector."""
+        """The normalised query vector, from the cache when this query was embedded before."""
         try:
-            return normalize(self.provider.embed_query(text))
+            return self._embed_query(text)
         except EmbeddingError as error:
             if self._switch(error):
-                return normalize(self.provider.embed_query(text))
+                return self._embed_query(text)
             raise
+
+    def _embed_query(self, text: str) -> Vector:
+        provider = self.provider
+        # Queries are keyed apart from documents: a provider may embed them differently.
+        digest = sha256_text(QUERY_KEY_PREFIX + text)
+        key = provider_key(provider)
+        if self.cache is not None:
+            cached = self.cache.get_many(provider.id, provider.model, key, [digest])
+            if digest in cached:
+                return cached[digest]
+        vector = normalize(provider.embed_query(text))
+        if self.cache is not None:
+            self.cache.put_many(provider.id, provider.model, key, {digest: vector})
+        return vector
 
     def embed_documents(
         self, texts: Sequence[str], *, progress: Progress = no_progress

@@ -9,7 +9,9 @@ A path is readable when all of these hold:
   a configured extra-paths directory, or exactly a configured extra ``.md`` file (extra
   paths outside the workspace are written ``../…``, as search results show them);
 * no part of it below the allowed root is a symbolic link, the root itself is not a link
-  (for extra paths), and the file is a regular file.
+  (for extra paths), and the file is a regular file. Each part is opened relative to its
+  parent folder without following links (``openat`` with ``O_NOFOLLOW``), so a folder
+  swapped for a link while a read runs cannot lead outside the allowed root.
 
 A missing file reads as ``""``. Every refusal is :class:`InvalidInput` with ``key="path"``.
 Session transcripts (``sessions/*.jsonl``) are search results but are not readable here.
@@ -91,40 +93,68 @@ def _lstat(path: str) -> os.stat_result | None:
         return None
 
 
-def _check_no_links(root: str, target: str, shown: str) -> bool:
-    """Refuse a link anywhere from ``root`` (exclusive) down to ``target``.
-
-    Returns False when some part does not exist (the file is missing).
-    """
-    current = root
-    for part in os.path.relpath(target, root).split(os.sep):
-        current = os.path.join(current, part)
-        info = _lstat(current)
-        if info is None:
-            return False
-        if stat.S_ISLNK(info.st_mode):
-            raise _refuse(shown, "symbolic links are not followed")
-    return True
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def _read_regular(target: str, shown: str) -> str:
-    """Read a regular file without following a link swapped in since the check."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+def _read_beneath(root: str, target: str, shown: str) -> str | None:
+    """Read ``target`` by opening each part below ``root`` relative to its parent folder,
+    never following a link, so a part swapped for a link between two reads cannot lead
+    outside ``root``. ``None`` when some part does not exist (the file is missing)."""
+    parts = os.path.relpath(target, root).split(os.sep)
     try:
-        fd = os.open(target, flags)
+        fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)  # the root itself may be a link
     except FileNotFoundError:
-        return ""
+        return None
     except OSError as error:
-        if error.errno == errno.ELOOP:
+        raise _refuse(shown, error.strerror or "unreadable") from None
+    try:
+        for i, part in enumerate(parts):
+            parent, fd = fd, -1  # _open_at closes the parent, whatever happens
+            fd = _open_at(parent, part, _FILE_FLAGS if i == len(parts) - 1 else _DIR_FLAGS, shown)
+            if fd < 0:
+                return None
+        return _read_regular(fd, shown)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _open_at(parent: int, name: str, flags: int, shown: str) -> int:
+    """Open ``name`` in folder ``parent`` (closing ``parent``); -1 when it is missing."""
+    try:
+        return os.open(name, flags, dir_fd=parent)
+    except FileNotFoundError:
+        return -1
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(parent, name):
             raise _refuse(shown, "symbolic links are not followed") from None
         raise _refuse(shown, error.strerror or "unreadable") from None
+    finally:
+        os.close(parent)
+
+
+def _is_link(parent: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _read_regular(fd: int, shown: str) -> str:
     info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_BYTES:
-        os.close(fd)
-        too_big = stat.S_ISREG(info.st_mode)
-        raise _refuse(shown, "too large" if too_big else "not a regular file")
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read().decode("utf-8", errors="replace")
+    if not stat.S_ISREG(info.st_mode):
+        raise _refuse(shown, "not a regular file")
+    if info.st_size > _MAX_BYTES:
+        raise _refuse(shown, "too large")
+    chunks = []
+    size = 0
+    while block := os.read(fd, 1 << 20):
+        size += len(block)
+        if size > _MAX_BYTES:  # it grew since fstat
+            raise _refuse(shown, "too large")
+        chunks.append(block)
+    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 def _slice(text: str, from_line: int | None, lines: int | None) -> str:
@@ -159,9 +189,9 @@ def read_memory_file(
     root = _allowed_root(config, shown, target)
     if root is None:
         raise _refuse(path, "not a memory file (MEMORY.md, memory/…, or a configured extra path)")
-    if not _check_no_links(root, target, path):
+    text = _read_beneath(root, target, path)
+    if text is None:
         return FileText(path=shown, text="", from_line=from_line or 1, lines=lines)
-    text = _read_regular(target, path)
     return FileText(
         path=shown, text=_slice(text, from_line, lines), from_line=from_line or 1, lines=lines
     )

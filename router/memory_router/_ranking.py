@@ -1,39 +1,28 @@
 """Shared result shaping, applied to every backend's candidates (ref §1.7–1.12).
 
-Order: temporal decay → sort → MMR → min score (with keyword relaxation) → max results →
-snippet cap → citations → injection budget.
+Order: temporal decay and entry weight → sort → MMR → min score (on the score before
+decay and weight, with keyword relaxation) → max results → snippet cap → citations →
+injection budget. Decay and weight reorder; they never empty an answer.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 from ._config import Config
-from ._entries import weigh_entry_hits
-from ._types import BackendResult, Hit, SearchRequest
+from ._discovery import dated_file
+from ._entries import entry_weight
+from ._snippets import best_window
+from ._types import BackendResult, Explain, Hit, SearchRequest
 
-_DATED = re.compile(r"(?:^|/)memory/(?:.*/)?(\d{4})-(\d{2})-(\d{2})(?:-[^/]*)?\.md$")
 _ASCII_TOKEN = re.compile(r"[a-z0-9_]+")
 _CJK = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]"
 )
 DAY = 86400.0
-
-
-def dated_file(path: str) -> datetime | None:
-    """The date in a dated memory file name (``memory/2026-01-31.md``, nested or suffixed)."""
-    match = _DATED.search(path)
-    if not match:
-        return None
-    try:
-        return datetime(int(match[1]), int(match[2]), int(match[3]), tzinfo=UTC)
-    except ValueError:
-        return None
 
 
 def is_evergreen(path: str, source: str) -> bool:
@@ -59,23 +48,31 @@ def age_days(hit: Hit, config: Config, now: float) -> float | None:
     return max(0.0, (now - mtime) / DAY)
 
 
-def apply_decay(hits: Sequence[Hit], config: Config, *, now: float | None = None) -> list[Hit]:
-    """Multiply scores by ``exp(-ln2 / half_life × age)`` (ref §1.9)."""
-    now = time.time() if now is None else now
-    rate = math.log(2) / config.query.temporal_decay.half_life_days
+def decay_factor(age: float | None, config: Config) -> float:
+    """``floor + (1 − floor) × 0.5 ** (age / half_life)``; 1 for what does not decay."""
+    if age is None:
+        return 1.0
+    decay = config.query.temporal_decay
+    return float(decay.floor + (1.0 - decay.floor) * 0.5 ** (age / decay.half_life_days))
+
+
+def decay_factors(hits: Sequence[Hit], config: Config, *, now: float) -> list[float]:
+    """The temporal decay factor of each hit (ref §1.9, with a floor)."""
     ages: dict[tuple[str, str], float | None] = {}
     out = []
     for hit in hits:
         key = (hit.source, hit.path)
         if key not in ages:
             ages[key] = age_days(hit, config, now)
-        age = ages[key]
-        out.append(
-            hit
-            if age is None
-            else dataclasses.replace(hit, score=hit.score * math.exp(-rate * age))
-        )
+        out.append(decay_factor(ages[key], config))
     return out
+
+
+def apply_decay(hits: Sequence[Hit], config: Config, *, now: float | None = None) -> list[Hit]:
+    """Hits with scores multiplied by their decay factor."""
+    now = time.time() if now is None else now
+    factors = decay_factors(hits, config, now=now)
+    return [dataclasses.replace(h, score=h.score * f) for h, f in zip(hits, factors, strict=True)]
 
 
 def mmr_tokens(text: str) -> frozenset[str]:
@@ -102,26 +99,34 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b)
 
 
-def mmr(hits: Sequence[Hit], lambda_: float) -> list[Hit]:
-    """Greedy MMR re-ordering on token Jaccard of snippets; scores are unchanged (ref §1.10)."""
+def mmr_order(hits: Sequence[Hit], lambda_: float) -> list[tuple[int, float]]:
+    """Greedy MMR on token Jaccard of snippets: ``(index, penalty)`` in the chosen order.
+
+    The penalty is ``(1 − λ) × max similarity`` to the hits chosen before (ref §1.10).
+    """
     if lambda_ >= 1.0 or len(hits) < 2:
-        return sorted(hits, key=lambda h: -h.score)
+        return [(i, 0.0) for i in sorted(range(len(hits)), key=lambda i: -hits[i].score)]
     scores = [h.score for h in hits]
     low, high = min(scores), max(scores)
     rel = [1.0 if high == low else (s - low) / (high - low) for s in scores]
     tokens = [mmr_tokens(h.snippet) for h in hits]
     remaining = list(range(len(hits)))
-    chosen: list[int] = []
+    chosen: list[tuple[int, float]] = []
     while remaining:
 
-        def value(i: int) -> tuple[float, float]:
-            similarity = max((jaccard(tokens[i], tokens[j]) for j in chosen), default=0.0)
-            return (lambda_ * rel[i] - (1 - lambda_) * similarity, hits[i].score)
+        def penalty(i: int) -> float:
+            similarity = max((jaccard(tokens[i], tokens[j]) for j, _ in chosen), default=0.0)
+            return (1 - lambda_) * similarity
 
-        best = max(remaining, key=value)
-        chosen.append(best)
+        best = max(remaining, key=lambda i: (lambda_ * rel[i] - penalty(i), hits[i].score))
+        chosen.append((best, penalty(best)))
         remaining.remove(best)
-    return [hits[i] for i in chosen]
+    return chosen
+
+
+def mmr(hits: Sequence[Hit], lambda_: float) -> list[Hit]:
+    """Greedy MMR re-ordering on token Jaccard of snippets; scores are unchanged (ref §1.10)."""
+    return [hits[i] for i, _ in mmr_order(hits, lambda_)]
 
 
 def citations_on(mode: str, session_key: str | None) -> bool:
@@ -162,35 +167,120 @@ def clamp_budget(hits: Sequence[Hit], budget: int) -> list[Hit]:
     return out
 
 
-def select(result: BackendResult, request: SearchRequest) -> list[Hit]:
-    """Min score with keyword relaxation, then max results."""
-    passing = [h for h in result.hits if h.score >= request.min_score]
+def _explained(hit: Hit) -> Explain:
+    """The explanation a backend pre-filled, or one built from the hit's side scores."""
+    base = hit.explain or Explain(relevance=hit.score, score=hit.score)
+    return dataclasses.replace(
+        base,
+        relevance=hit.score,
+        score=hit.score,
+        vector_score=hit.vector_score,
+        text_score=hit.text_score,
+    )
+
+
+def _drop(hit: Hit, reason: str) -> Hit:
+    assert hit.explain is not None
+    return dataclasses.replace(hit, explain=dataclasses.replace(hit.explain, dropped=reason))
+
+
+def weigh(result: BackendResult, config: Config, *, now: float) -> list[Hit]:
+    """Candidates rescored by decay and entry weight, best first, each with an :class:`Explain`."""
+    hits = [dataclasses.replace(h, explain=_explained(h)) for h in result.hits]
+    q = config.query
+    decays = decay_factors(hits, config, now=now) if q.temporal_decay.enabled else None
+    weighed = []
+    for index, hit in enumerate(hits):
+        decay = decays[index] if decays else 1.0
+        weight = entry_weight(hit.entry, config.entries.ranking, now=now) if hit.entry else 1.0
+        score = min(1.0, max(0.0, hit.score * decay * weight))
+        assert hit.explain is not None
+        explain = dataclasses.replace(hit.explain, decay=decay, importance=weight, score=score)
+        weighed.append(dataclasses.replace(hit, score=score, explain=explain))
+    weighed.sort(key=lambda h: -h.score)
+    if not q.mmr.enabled:
+        return weighed
+    ordered = []
+    for index, penalty in mmr_order(weighed, q.mmr.lambda_):
+        chosen = weighed[index]
+        assert chosen.explain is not None
+        charged = dataclasses.replace(chosen.explain, mmr_penalty=penalty)
+        ordered.append(dataclasses.replace(chosen, explain=charged))
+    return ordered
+
+
+def select(
+    hits: Sequence[Hit], result: BackendResult, request: SearchRequest
+) -> tuple[list[Hit], list[Hit]]:
+    """Min score (on relevance, before decay) with keyword relaxation, then max results.
+
+    Returns ``(kept, dropped)``; each dropped hit's explanation says why.
+    """
+
+    def relevance(hit: Hit) -> float:
+        return hit.explain.relevance if hit.explain else hit.score
+
+    passing = [h for h in hits if relevance(h) >= request.min_score]
     if not passing and result.relaxed_min_score is not None:
         floor = min(request.min_score, result.relaxed_min_score)
-        passing = [h for h in result.hits if h.text_score is not None and h.score >= floor]
-    return passing[: request.max_results]
+        passing = [h for h in hits if h.text_score is not None and relevance(h) >= floor]
+    kept = passing[: request.max_results]
+    chosen = {id(h) for h in kept}
+    dropped = [
+        _drop(
+            h,
+            f"beyond max_results = {request.max_results}"
+            if any(h is p for p in passing)
+            else f"relevance {relevance(h):.3f} under min_score = {request.min_score:g}",
+        )
+        for h in hits
+        if id(h) not in chosen
+    ]
+    return kept, dropped
 
 
 def shape(
-    result: BackendResult, request: SearchRequest, config: Config, *, session_key: str | None = None
+    result: BackendResult,
+    request: SearchRequest,
+    config: Config,
+    *,
+    session_key: str | None = None,
+    explain: bool = False,
+    now: float | None = None,
 ) -> list[Hit]:
     """Turn a backend's candidates into the hits a caller sees."""
+    return shape_all(result, request, config, session_key=session_key, explain=explain, now=now)[0]
+
+
+def shape_all(
+    result: BackendResult,
+    request: SearchRequest,
+    config: Config,
+    *,
+    session_key: str | None = None,
+    explain: bool = False,
+    now: float | None = None,
+) -> tuple[list[Hit], list[Hit]]:
+    """``(hits, dropped)``: the answer, and (with ``explain``) the candidates left out.
+
+    Without ``explain`` no hit carries an :class:`Explain` and ``dropped`` is empty.
+    """
     q = config.query
-    hits = list(result.hits)
-    if q.temporal_decay.enabled:
-        hits = apply_decay(hits, config)
-    hits = weigh_entry_hits(hits, config, now=time.time())
-    hits.sort(key=lambda h: -h.score)
-    if q.mmr.enabled:
-        hits = mmr(hits, q.mmr.lambda_)
-    hits = select(dataclasses.replace(result, hits=tuple(hits)), request)
+    hits = weigh(result, config, now=time.time() if now is None else now)
+    kept, dropped = select(hits, result, request)
     decorate = citations_on(config.citations, session_key)
     shaped = []
-    for hit in hits:
-        snippet = hit.snippet[: q.max_snippet_chars]
+    for hit in kept:
+        snippet = best_window(hit.snippet, request.query, q.max_snippet_chars)
         cite = None
         if decorate:
             cite = citation(hit)
             snippet = f"{snippet.strip()}\n\nSource: {cite}"
         shaped.append(dataclasses.replace(hit, snippet=snippet, citation=cite))
-    return clamp_budget(shaped, q.max_injected_chars)
+    final = clamp_budget(shaped, q.max_injected_chars)
+    if not explain:
+        return [dataclasses.replace(h, explain=None) for h in final], []
+    over = [
+        _drop(h, f"over max_injected_chars = {q.max_injected_chars}") for h in shaped[len(final) :]
+    ]
+    return final, over + dropped

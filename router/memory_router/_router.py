@@ -17,13 +17,14 @@ from . import _entries, _files, _journal, _migrate, _plugins, _ranking
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
 from ._breaker import CircuitBreaker, CircuitOpen
 from ._calls import call_with_deadline, contained, fail_closed, positive_int, unit_float
-from ._config import Config, apply_overrides, load_config
+from ._config import Config, apply_overrides, ensure_dir, load_config
 from ._embedding import Embedder
 from ._entries import EntryBook, ForgetResult, RecallResult, StoreResult
 from ._exceptions import (
     BackendError,
     BackendTimeout,
     BackendUnavailable,
+    ConfigError,
     InvalidInput,
     MemoryRouterError,
     NotFound,
@@ -144,7 +145,7 @@ class Router:
             spec = self.backend_specs.get(name)
             if spec is None:
                 raise NotFound(f"no backend named {name!r}", key=name)
-            state_dir = self.config.agent_state_path / name
+            state_dir = ensure_dir(self.config.agent_state_path / name, key="state_dir")
             context = BackendContext(
                 name=name,
                 config=self.config,
@@ -154,7 +155,6 @@ class Router:
             )
             try:
                 with contained(name, "starting"):
-                    state_dir.mkdir(parents=True, exist_ok=True)
                     backend = spec.factory(context)
             except BackendError as error:
                 if error.backend == name and not isinstance(error, BackendUnavailable):
@@ -223,6 +223,8 @@ class Router:
             try:
                 with contained(name, "sync"):
                     report = self.backend(name).sync(snapshot, force=force, progress=progress)
+            except ConfigError:
+                raise  # a setting to fix, not a backend failure
             except MemoryRouterError as error:
                 return SyncReport(
                     backend=name,
@@ -267,6 +269,7 @@ class Router:
         min_score: float | None = None,
         mode: str | None = None,
         session_key: str | None = None,
+        explain: bool = False,
     ) -> SearchResponse:
         """Search memory; the first healthy backend of the chain answers.
 
@@ -275,7 +278,8 @@ class Router:
         is ``fallback = "none"``, which raises instead. Each backend tried gets
         ``router.timeout_s``; a sidecar's sync never holds the search, a standby's at most
         ``router.sync_wait_s``, and ``notes`` say when the answer may be stale or
-        degraded, and why.
+        degraded, and why. ``explain`` attaches an :class:`Explain` to every hit and
+        returns the candidates left out in ``dropped``.
         """
         self._check_open()
         if not isinstance(query, str):
@@ -288,8 +292,10 @@ class Router:
         )
         threshold = unit_float(min_score, "min_score") if min_score is not None else q.min_score
         check_mode(mode, self.backend_specs.get(self.config.router.chain[0]))
-        # NUL and lone surrogates (they arrive through JSON) cannot reach a backend.
-        text = scrub(query.replace("\x00", " ")).strip()
+        # Lone surrogates (from JSON, or undecodable bytes in argv) cannot reach a backend
+        # nor be echoed in the response, which must encode as UTF-8 JSON; NUL cannot either.
+        query = scrub(query)
+        text = query.replace("\x00", " ").strip()
         started = time.perf_counter()
         if not text:
             return self._response(query, (), backend=self.config.router.chain[0], mode="empty")
@@ -306,7 +312,12 @@ class Router:
         )
         try:
             return self._answer(
-                query, request, session_key=session_key, started=started, new_session=new_session
+                query,
+                request,
+                session_key=session_key,
+                started=started,
+                new_session=new_session,
+                explain=explain,
             )
         finally:
             self._health.record(self.breakers(), self.last_fallback)
@@ -319,6 +330,7 @@ class Router:
         session_key: str | None,
         started: float,
         new_session: bool,
+        explain: bool = False,
     ) -> SearchResponse:
         """Walk the chain; every way a backend can fail goes through :meth:`_fail`."""
         attempts: list[Fallback] = []
@@ -326,13 +338,17 @@ class Router:
         for name in chain:
             try:
                 result, notes = self._attempt(name, request, new_session, last=name == chain[-1])
+            except ConfigError:
+                raise  # the same for every backend: no fallback can fix it
             except MemoryRouterError as error:
                 attempts.append(self._fail(name, error))
                 if self.config.router.fallback == "none":
                     raise fail_closed(name, error) from error
                 continue
             shape_started = time.perf_counter()
-            hits = _ranking.shape(result, request, self.config, session_key=session_key)
+            hits, dropped = _ranking.shape_all(
+                result, request, self.config, session_key=session_key, explain=explain
+            )
             timings = {
                 "search_ms": (shape_started - started) * 1000,
                 "shape_ms": (time.perf_counter() - shape_started) * 1000,
@@ -345,6 +361,7 @@ class Router:
                 timings=timings,
                 attempts=tuple(attempts),
                 notes=(*notes, *result.notes),
+                dropped=tuple(dropped),
             )
             return with_below_min_score(response, result, request, self.config)
         reasons = "; ".join(f"{a.from_}: {a.reason}" for a in attempts)
@@ -392,6 +409,7 @@ class Router:
         timings: dict[str, float] | None = None,
         attempts: tuple[Fallback, ...] = (),
         notes: tuple[str, ...] = (),
+        dropped: tuple[Any, ...] = (),
     ) -> SearchResponse:
         setup = self._setup
         embedder = setup.embedder if setup else None
@@ -410,6 +428,7 @@ class Router:
             citations=self.config.citations,
             timings=timings or {},
             notes=notes,
+            dropped=dropped,
         )
 
     # -- migration ----------------------------------------------------------------------
@@ -463,6 +482,7 @@ class Router:
 
         Always stores; :meth:`remember` checks for a duplicate first.
         """
+        text = scrub(text) if isinstance(text, str) else text
         return self._append(_journal.new_entry(text, importance=importance, category=category))
 
     def remember(
@@ -477,6 +497,7 @@ class Router:
         exists: then nothing is stored and the existing entry is returned as a duplicate.
         ``force`` skips the check."""
         self._check_open()
+        text = scrub(text) if isinstance(text, str) else text
         entry = _journal.new_entry(text, importance=importance, category=category)
         with self._remember_lock:
             duplicate = None if force else self._book.duplicate(entry.text)

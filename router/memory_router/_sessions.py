@@ -1,7 +1,8 @@
 """Session transcripts (``*.jsonl``) as memory documents (reference §3.1, §3.2, §3.5).
 
 A transcript is flattened to one line per user or assistant message, ``User: …`` or
-``Assistant: …``, with whitespace collapsed and secrets redacted (:func:`redact`, §3.3).
+``Assistant: …``, with whitespace collapsed and secrets redacted (:mod:`._redact`: one
+stage for the whole transcript, so a key block split over two messages is masked too).
 ``line_map[i]`` is the 1-based JSONL line of content line ``i + 1``, so chunk lines can be
 mapped back (:func:`remap_lines`) and citations point into the transcript itself.
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ._chunking import RawChunk, sha256_hex
+from ._redact import redact_messages
 from ._types import Document
 
 __all__ = [
@@ -26,7 +28,6 @@ __all__ = [
     "build_session_entry",
     "discover_sessions",
     "is_transcript_name",
-    "redact",
     "remap_lines",
     "session_markdown",
 ]
@@ -40,35 +41,6 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _DREAMING_TYPE = "openclaw:bootstrap-context:full"
 _DREAMING_RUN_PREFIX = "dreaming-narrative-"
 _ROLES = {"user": "User", "assistant": "Assistant"}
-
-# §3.3, OpenClaw's default set; the secret is always the last non-empty group. PEM blocks
-# are masked first (unlike OpenClaw): "key: -----BEGIN…" would otherwise match the env
-# pattern, mask the BEGIN marker and leave the key body unmatched. They are found by
-# pairing markers, not with one lazy regex, which is quadratic on many unclosed BEGINs.
-_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----", re.IGNORECASE)
-_PEM_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY-----", re.IGNORECASE)
-_SECRET_PATTERNS = tuple(
-    re.compile(pattern, re.IGNORECASE)
-    for pattern in (
-        r"""\b[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)\b\s*[=:]\s*(["']?)([^\s"'\\]+)\1""",
-        r'"(?:apiKey|token|secret|password|passwd|accessToken|refreshToken)"\s*:\s*"([^"]+)"',
-        r"""--(?:api[-_]?key|hook[-_]?token|token|secret|password|passwd)\s+(["']?)([^\s"']+)\1""",
-        r"Authorization\s*[:=]\s*Bearer\s+([A-Za-z0-9._\-+=]+)",
-        r"\bBearer\s+([A-Za-z0-9._\-+=]{18,})\b",
-        r"\b(sk-[A-Za-z0-9_-]{8,})\b",
-        r"\b(ghp_[A-Za-z0-9]{20,})\b",
-        r"\b(github_pat_[A-Za-z0-9_]{20,})\b",
-        r"\b(xox[baprs]-[A-Za-z0-9-]{10,})\b",
-        r"\b(xapp-[A-Za-z0-9-]{10,})\b",
-        r"\b(gsk_[A-Za-z0-9_-]{10,})\b",
-        r"\b(AIza[0-9A-Za-z\-_]{20,})\b",
-        r"\b(pplx-[A-Za-z0-9_-]{10,})\b",
-        r"\b(npm_[A-Za-z0-9]{10,})\b",
-        r"\bbot(\d{6,}:[A-Za-z0-9_-]{20,})\b",
-        r"\b(\d{6,}:[A-Za-z0-9_-]{20,})\b",
-    )
-)
-_MASK_MIN_LENGTH = 18
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,7 +118,8 @@ def build_session_entry(path: Path) -> SessionEntry:
 
 def _read_entry(path: Path) -> SessionEntry:
     raw = path.read_bytes().decode("utf-8", errors="replace")
-    lines: list[str] = []
+    labels: list[str] = []
+    texts: list[str] = []
     line_map: list[int] = []
     stamps: list[int] = []
     generated = False
@@ -155,11 +128,13 @@ def _read_entry(path: Path) -> SessionEntry:
         if record is None:
             continue
         generated = generated or _is_dreaming(record)
-        message = _message_line(record)
+        message = _message(record)
         if message is not None:
-            lines.append(message)
+            labels.append(message[0])
+            texts.append(message[1])
             line_map.append(number)
             stamps.append(_timestamp_ms(record))
+    lines = [f"{label}: {text}" for label, text in zip(labels, redact_messages(texts), strict=True)]
     return _entry(lines, line_map, stamps, generated=generated)
 
 
@@ -201,8 +176,8 @@ def _is_dreaming(record: dict[str, Any]) -> bool:
     )
 
 
-def _message_line(record: dict[str, Any]) -> str | None:
-    """``User: …`` / ``Assistant: …`` for a user or assistant message with text, else None."""
+def _message(record: dict[str, Any]) -> tuple[str, str] | None:
+    """``("User" | "Assistant", text)`` for a user or assistant message with text, else None."""
     message = record.get("message")
     if record.get("type") != "message" or not isinstance(message, dict):
         return None
@@ -211,7 +186,7 @@ def _message_line(record: dict[str, Any]) -> str | None:
     if label is None:
         return None
     text = _message_text(message.get("content"))
-    return f"{label}: {redact(text)}" if text else None
+    return (label, text) if text else None
 
 
 def _normalize(text: str) -> str:
@@ -266,52 +241,6 @@ def _to_ms(value: object) -> int:
             parsed = parsed.replace(tzinfo=UTC)
         return max(0, int(parsed.timestamp() * 1000))
     return 0
-
-
-def mask_secret(secret: str) -> str:
-    """``***`` for a secret shorter than 18 characters, else its first 6 and last 4
-    characters around an ellipsis (enough to recognise it, not to use it)."""
-    if len(secret) < _MASK_MIN_LENGTH:
-        return "***"
-    return f"{secret[:6]}…{secret[-4:]}"
-
-
-def _redact_pem(text: str) -> str:
-    """Mask every BEGIN…END private key block (the first END after each BEGIN)."""
-    out: list[str] = []
-    pos = 0
-    while (begin := _PEM_BEGIN.search(text, pos)) is not None:
-        end = _PEM_END.search(text, begin.end() + 1)
-        if end is None:
-            break
-        # Keep the BEGIN and END lines; a block flattened onto one line (transcript
-        # whitespace is collapsed first) keeps its markers on one line.
-        sep = "\n" if "\n" in text[begin.end() : end.start()] else " "
-        masked = f"{begin.group()}{sep}…redacted…{sep}{end.group()}"
-        out += [text[pos : begin.start()], masked]
-        pos = end.end()
-    return "".join(out) + text[pos:]
-
-
-def _mask_match(match: re.Match[str]) -> str:
-    whole = match.group(0)
-    groups = [i for i in range(1, (match.re.groups or 0) + 1) if match.group(i)]
-    if not groups:
-        return mask_secret(whole)
-    start, end = (i - match.start() for i in match.span(groups[-1]))
-    return whole[:start] + mask_secret(whole[start:end]) + whole[end:]
-
-
-def redact(text: str) -> str:
-    """``text`` with secrets masked (§3.3): env-style ``*KEY``/``*TOKEN``/``*SECRET``/
-    ``*PASSWORD`` assignments, JSON secret fields, ``--token``-style CLI flags, bearer
-    tokens, PEM private keys and well-known token prefixes (``sk-``, ``ghp_``, Slack,
-    Google, Telegram bot tokens…). Patterns are case-insensitive and applied in turn.
-    """
-    text = _redact_pem(text)
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(_mask_match, text)
-    return text
 
 
 def remap_lines(chunks: Sequence[RawChunk], line_map: Sequence[int]) -> list[RawChunk]:

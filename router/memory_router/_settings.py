@@ -1,8 +1,9 @@
 """Turning TOML tables into frozen dataclasses, with errors that name file, table and key.
 
 Plugins use :func:`parse_settings` for their own tables (``[backends.<name>]``), so every
-table of the configuration is validated the same way: unknown keys and wrong types are
-errors, never ignored.
+table of the configuration is validated the same way: unknown keys, wrong types and
+numbers out of range (below 0 or above :data:`MAX_NUMBER`, unless a field's
+``metadata["range"]`` says otherwise) are errors, never ignored.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from typing import Any, Literal, TypeVar
 from ._exceptions import ConfigError
 
 T = TypeVar("T")
+
+MAX_NUMBER = 1e9
+"""The largest number a setting takes unless its field's ``metadata["range"]`` says
+otherwise (a billion seconds, bytes or entries is beyond any real use)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,10 +91,29 @@ def parse_settings(cls: type[T], data: Mapping[str, Any] | None, *, path: str, t
             values[field.name] = _coerce(
                 hints[field.name], data[key], path=path, table=table, key=key, sub=sub
             )
+            _check_range(field, values[field.name], path=path, table=table, key=key)
     try:
         return cls(**values)
     except (TypeError, ValueError, OverflowError) as error:
         raise ConfigError(str(error), path=path, table=table or None) from None
+
+
+def _check_range(
+    field: dataclasses.Field[Any], value: Any, *, path: str, table: str, key: str
+) -> None:
+    """Numbers must lie in ``field.metadata["range"]``, by default ``[0, MAX_NUMBER]``:
+    no setting means anything below zero, and a huge one (``timeout_s = 1e300``) only
+    overflows later, far from the file that set it."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    low, high = field.metadata.get("range", (0, MAX_NUMBER))
+    if not low <= value <= high:
+        raise ConfigError(
+            f"expected a number from {low:.10g} to {high:.10g}, got {value!r}",
+            path=path,
+            table=table or None,
+            key=key,
+        )
 
 
 def settings_to_dict(settings: Any) -> dict[str, Any]:

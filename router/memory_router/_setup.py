@@ -12,7 +12,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from ._config import Config
+from ._config import Config, ensure_dir
 from ._embedding import Embedder, EmbeddingCache, provider_key
 from ._providers import (
     ProviderChoice,
@@ -46,9 +46,9 @@ class EmbeddingSetup:
             return cls(choice, None, None)
         cache = None
         if config.cache.enabled:
-            cache = EmbeddingCache(
-                config.expand(config.cache.path), max_entries=config.cache.max_entries or None
-            )
+            path = config.expand(config.cache.path)
+            ensure_dir(path.parent, key="cache.path")
+            cache = EmbeddingCache(path, max_entries=config.cache.max_entries or None)
         embedder = Embedder(
             choice.provider,
             cache=cache,

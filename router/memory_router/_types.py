@@ -117,11 +117,39 @@ class SearchRequest(_ToDict):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Explain(_ToDict):
+    """Why a hit ranked where it did (``search --explain``).
+
+    ``score = relevance × decay × importance`` (clamped to [0, 1]). ``relevance`` is the
+    backend's score: for hybrid, ``vector_part + text_part`` from the raw side scores
+    ``vector_score`` / ``text_score`` under ``fusion``. ``decay`` is the temporal decay
+    factor and ``importance`` an entry's weight (importance × recency); both are 1 when
+    they do not apply. ``mmr_penalty`` is the ``(1 − λ) × similarity`` MMR charged when it
+    picked the hit (it reorders, it does not rescale); ``dropped`` says why a candidate
+    is not in the answer.
+    """
+
+    relevance: float
+    score: float
+    vector_score: float | None = None
+    text_score: float | None = None
+    vector_part: float | None = None
+    text_part: float | None = None
+    fusion: str | None = None
+    decay: float = 1.0
+    importance: float = 1.0
+    mmr_penalty: float = 0.0
+    dropped: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Hit(_ToDict):
     """One search result. ``score``: higher is better, in [0, 1].
 
     ``vector_score`` and ``text_score`` are the two sides of a hybrid score, ``None`` when
     that side did not find the chunk. ``citation`` is ``path#L3-L9`` when citations are on.
+    ``explain`` is set only when the search asked for it (a backend may pre-fill the
+    fusion parts; the router completes it).
     """
 
     path: str
@@ -136,6 +164,7 @@ class Hit(_ToDict):
     text_score: float | None = None
     chunk_id: str | None = None
     entry: Entry | None = None
+    explain: Explain | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,7 +211,8 @@ class SearchResponse(_ToDict):
 
     ``backend`` answered; ``fallback`` is the first backend that failed before it (``None``
     when the first choice answered) and ``attempts`` every failure on the way.
-    ``timings`` are milliseconds per stage.
+    ``timings`` are milliseconds per stage. ``dropped`` holds the candidates left out,
+    each with ``explain.dropped`` saying why — only when the search asked to explain.
     """
 
     query: str
@@ -197,6 +227,7 @@ class SearchResponse(_ToDict):
     citations: str = "auto"
     timings: Mapping[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    dropped: tuple[Hit, ...] = ()
     below_min_score: BelowMinScore | None = None
 
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import _chunking, _discovery, _journal, _sessions
+from . import _chunking, _discovery, _journal, _sessions, _structure
 from ._config import Config
+from ._redact import REDACTION_VERSION
 from ._types import Chunk, Document
 
 FTS_ONLY = "fts-only"
@@ -101,7 +102,10 @@ def load_document(doc: Document, config: Config, model: str) -> Loaded:
         line_map = tuple(session.line_map)
     else:
         text = scrub(Path(doc.abs_path).read_text(encoding="utf-8", errors="replace"))
-        raw = _chunking.chunk_markdown(text, tokens=tokens, overlap=overlap)
+        if _structure.by_structure(config.chunking.structure, doc.path, text):
+            raw = _structure.chunk_structured(text, tokens=tokens, overlap=overlap)
+        else:
+            raw = _chunking.chunk_markdown(text, tokens=tokens, overlap=overlap)
     chunks = [
         Chunk(
             id=_chunking.chunk_id(doc.source, doc.path, r.start_line, r.end_line, r.hash, model),
@@ -157,8 +161,10 @@ def take_snapshot(config: Config, *, fingerprint: Mapping[str, Any], model: str)
 def fingerprint_for(
     config: Config, *, provider: str, model: str, provider_key: str, dims: int | None
 ) -> dict[str, Any]:
-    """The index fingerprint (provider, model, key, dims, chunking, sources, scope)."""
+    """The index fingerprint (provider, model, key, dims, chunking, sources, scope, and the
+    redaction version when transcripts are indexed: a better redaction rebuilds the index)."""
     sources: Sequence[str] = sorted(set(config.sources))
+    redaction = {"redaction": REDACTION_VERSION} if config.sessions_enabled else {}
     return {
         "provider": provider,
         "model": model,
@@ -166,7 +172,9 @@ def fingerprint_for(
         "vectorDims": dims,
         "chunkTokens": config.chunking.tokens,
         "chunkOverlap": config.chunking.overlap,
+        "chunkStructure": config.chunking.structure,
         "sources": list(sources),
         "scopeHash": scope_hash(config),
         "chunker": _chunking.CHUNKER_VERSION,
+        **redaction,
     }

@@ -12,18 +12,14 @@ from typing import Any
 
 import pytest
 
-from memory_router import MemoryRouterError, Router, SearchRequest
+from memory_router import Router, SearchRequest
 from memory_router.testing import BackendContract
 from memory_router_qmd import QmdSettings
 from memory_router_qmd._locate import locate
 from qmd_fakes.gguf_models import vocab_file, write_bert_embedder
-from qmd_fakes.helpers import make_backend, snapshot_for
+from qmd_fakes.helpers import make_backend, qmd_missing, snapshot_for
 
-try:
-    locate(QmdSettings(), backend="qmd")
-    MISSING = ""
-except MemoryRouterError as error:
-    MISSING = f"QMD is not installed ({error.message}); run scripts/install-qmd.sh"
+MISSING = qmd_missing()
 
 pytestmark = [pytest.mark.qmd, pytest.mark.skipif(bool(MISSING), reason=MISSING)]
 

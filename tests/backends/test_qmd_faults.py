@@ -260,8 +260,8 @@ def test_close_kills_a_running_background_update(tmp_path: Path, workspace: Path
     backend = make_backend(tmp_path, workspace, command=str(fake), update_timeout_s=60.0)
     pid_file = fake.parent / "update.pid"
     deadline = time.monotonic() + 10
-    while not pid_file.is_file() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while not (pid_file.is_file() and pid_file.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the fake creates the file, then writes its pid
     pid = int(pid_file.read_text())
     started = time.monotonic()
     backend.close()

@@ -45,8 +45,7 @@ def embedded_texts() -> list[str]:
 
 def test_editing_one_file_of_ten_thousand_embeds_only_its_changed_chunks(tmp_path: Path) -> None:
     files = {
-        f"memory/n{i:05d}.md": f"# note {i}\n\nfact {i} about topic{i % 7}\n"
-        for i in range(10_000)
+        f"memory/n{i:05d}.md": f"# note {i}\n\nfact {i} about topic{i % 7}\n" for i in range(10_000)
     }
     sections = [f"## part {p}\n\n" + f"detail {p} of the long plan. " * 40 for p in range(6)]
     files["memory/plan.md"] = "# plan\n\n" + "\n\n".join(sections) + "\n"

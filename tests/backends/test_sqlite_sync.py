@@ -98,15 +98,25 @@ def test_incremental_sync_touches_only_what_changed(tmp_path: Path, workspace: P
 def test_fingerprint_change_rebuilds(tmp_path: Path, workspace: Path) -> None:
     with make(tmp_path, workspace) as router:
         router.sync()
-    with make(tmp_path, workspace, chunking={"tokens": 200, "overlap": 80}) as router:
+    with make(tmp_path, workspace, chunking={"tokens": 100, "overlap": 40}) as router:
         report = router.sync()[0]
         assert report.full_rebuild
         assert report.reason == "fingerprint changed: chunkTokens"
         assert router.sync()[0].full_rebuild is False
     settings = {"fts_tokenizer": "trigram"}
-    with make(tmp_path, workspace, settings=settings, chunking={"tokens": 200, "overlap": 80}) as r:
+    with make(tmp_path, workspace, settings=settings, chunking={"tokens": 100, "overlap": 40}) as r:
         assert r.sync()[0].reason == "fingerprint changed: ftsTokenizer"
         assert r.search("topic3").results
+
+
+def test_stemming_and_structure_changes_rebuild(tmp_path: Path, workspace: Path) -> None:
+    with make(tmp_path, workspace) as router:  # default: porter stemming, curated structure
+        router.sync()
+    with make(tmp_path, workspace, chunking={"structure": "off"}) as router:
+        assert router.sync()[0].reason == "fingerprint changed: chunkStructure"
+    settings = {"fts_tokenizer": "unicode61"}
+    with make(tmp_path, workspace, settings=settings, chunking={"structure": "off"}) as router:
+        assert router.sync()[0].reason == "fingerprint changed: ftsTokenizer"
 
 
 def test_force_rebuilds_and_keeps_results(tmp_path: Path, workspace: Path) -> None:

@@ -7,10 +7,20 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from memory_router import BackendContext, Router, load_config
+from memory_router import BackendContext, MemoryRouterError, Router, load_config
 from memory_router_qmd import QmdBackend, QmdModels, QmdSettings
+from memory_router_qmd._locate import locate
 
 FAKES = Path(__file__).resolve().parent
+
+
+def qmd_missing() -> str:
+    """Why the real QMD CLI cannot run here, or ``""`` when it can (a skip reason)."""
+    try:
+        locate(QmdSettings(), backend="qmd")
+    except MemoryRouterError as error:
+        return f"QMD is not installed ({error.message}); run scripts/install-qmd.sh"
+    return ""
 
 
 def install_fake(folder: Path, *, behaviour: str | None = None) -> Path:

@@ -100,13 +100,26 @@ def test_max_chars_has_a_floor_of_32() -> None:
 def test_long_line_is_cut_at_max_chars_and_keeps_its_line_number() -> None:
     text = "intro\n" + "x" * 4000
     chunks = chunk_markdown(text, tokens=400, overlap=80)
+    # The 320-char overlap carries the end of a cut piece (319 chars + its newline), never
+    # the whole 1,600-char piece.
     assert [c.text for c in chunks] == [
         "intro",
         "intro\n" + "x" * 1600,
-        "x" * 1600 + "\n" + "x" * 1600,
-        "x" * 1600 + "\n" + "x" * 800,
+        "x" * 319 + "\n" + "x" * 1600,
+        "x" * 319 + "\n" + "x" * 800,
     ]
     assert spans(chunks) == [(1, 1), (1, 2), (2, 2), (2, 2)]
+
+
+def test_consecutive_chunks_of_long_lines_share_at_most_the_overlap() -> None:
+    # Abstract-like documents: one long line each. Chunks used to share a whole piece.
+    lines = [f"doc{i} " + " ".join(f"w{i}x{j}" for j in range(900)) for i in range(3)]
+    chunks = chunk_markdown("\n".join(lines), tokens=400, overlap=80)
+    for previous, current in itertools.pairwise(chunks):
+        head = current.text.split("\n", 1)[0]
+        if previous.text.endswith(head):
+            assert len(head) < 320
+    assert len(chunks) <= 1 + sum(len(line) for line in lines) // (1600 - 320)
 
 
 def test_cjk_line_is_recut_into_pieces_of_tokens_characters() -> None:
@@ -114,8 +127,8 @@ def test_cjk_line_is_recut_into_pieces_of_tokens_characters() -> None:
     chunks = chunk_markdown("中" * 1000, tokens=400, overlap=80)
     assert [c.text for c in chunks] == [
         "中" * 400,
-        "中" * 400 + "\n" + "中" * 400,
-        "中" * 400 + "\n" + "中" * 200,
+        "中" * 79 + "\n" + "中" * 400,
+        "中" * 79 + "\n" + "中" * 200,
     ]
     assert all(c.start_line == c.end_line == 1 for c in chunks)
 

@@ -271,7 +271,9 @@ def test_non_finite_and_out_of_range_config_values(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="timeout_s"):
         load_config(path, environ={})
     path.write_text("[query]\nmax_snippet_chars = -5\n")
-    assert load_config(path, environ={}).query.max_snippet_chars == 1
+    with pytest.raises(ConfigError, match="from 0 to") as info:
+        load_config(path, environ={})
+    assert info.value.key == "max_snippet_chars"
 
 
 def test_an_unknown_fallback_provider_is_a_config_error(make: Callable[..., Router]) -> None:

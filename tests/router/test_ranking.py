@@ -61,11 +61,23 @@ def test_dated_file_names() -> None:
 
 
 def test_decay_halves_at_half_life(tmp_path: Path) -> None:
-    config = load_config(None, environ={}, overrides={"workspace": str(tmp_path)})
+    # floor = 0 is OpenClaw's pure exponential.
+    overrides = {"workspace": str(tmp_path), "query": {"temporal_decay": {"floor": 0.0}}}
+    config = load_config(None, environ={}, overrides=overrides)
     now = datetime(2026, 3, 2, tzinfo=UTC).timestamp()
     out = apply_decay([hit("memory/2026-01-31.md", 1.0), hit("MEMORY.md", 1.0)], config, now=now)
     assert out[0].score == pytest.approx(0.5)
     assert out[1].score == 1.0
+
+
+def test_decay_never_takes_more_than_one_minus_the_floor(tmp_path: Path) -> None:
+    config = load_config(None, environ={}, overrides={"workspace": str(tmp_path)})
+    now = datetime(2026, 3, 2, tzinfo=UTC).timestamp()
+    half, ancient = apply_decay(
+        [hit("memory/2026-01-31.md", 1.0), hit("memory/2016-01-31.md", 1.0)], config, now=now
+    )
+    assert half.score == pytest.approx(0.75)  # 0.5 + 0.5 × 0.5
+    assert ancient.score == pytest.approx(0.5)
 
 
 def test_decay_uses_mtime_for_other_files(tmp_path: Path) -> None:
@@ -73,7 +85,8 @@ def test_decay_uses_mtime_for_other_files(tmp_path: Path) -> None:
     notes.write_text("x")
     ninety_days = time.time() - 90 * 86400
     os.utime(notes, (ninety_days, ninety_days))
-    config = load_config(None, environ={}, overrides={"workspace": str(tmp_path)})
+    overrides = {"workspace": str(tmp_path), "query": {"temporal_decay": {"floor": 0.0}}}
+    config = load_config(None, environ={}, overrides=overrides)
     (out,) = apply_decay([hit("notes.md", 1.0)], config)
     assert out.score == pytest.approx(0.125, rel=1e-3)
     (missing,) = apply_decay([hit("sessions/a.jsonl", 0.8, source="sessions")], config)
@@ -148,12 +161,7 @@ def test_decay_is_a_factor_not_a_filter(tmp_path: Path) -> None:
     new = hit(f"memory/{datetime.now(UTC):%Y-%m-%d}.md", 0.5, text=1.0)
     shaped = shape(BackendResult(hits=(old, new), mode="m"), request(min_score=0.0), config)
     assert [h.path for h in shaped] == [new.path, old.path]
+    age = (time.time() - datetime(2020, 1, 1, tzinfo=UTC).timestamp()) / 86400
     assert shaped[1].score == pytest.approx(
-        0.9
-        * math.exp(
-            -math.log(2)
-            / 30
-            * ((time.time() - datetime(2020, 1, 1, tzinfo=UTC).timestamp()) / 86400)
-        ),
-        rel=1e-3,
+        0.9 * (0.5 + 0.5 * math.exp(-math.log(2) / 30 * age)), rel=1e-3
     )

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from memory_router._chunking import RawChunk, chunk_markdown
+from memory_router._redact import redact
 from memory_router._sessions import (
     build_session_entry,
     discover_sessions,
     is_transcript_name,
-    redact,
     remap_lines,
     session_markdown,
 )
@@ -199,18 +199,18 @@ def test_lone_surrogates_and_bad_bytes_do_not_break_hashing(tmp_path: Path) -> N
 
 # -- redaction -------------------------------------------------------------------------
 
-LONG = "abcdefghijklmnopqrstuvwxyz0123"  # 30 chars: masked as abcdef…0123
+LONG = "abcdefghijklmnopqrstuvwxyz0123456789"  # 36 chars: masked as abcdef…6789
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
         ("OPENAI_API_KEY=short", "OPENAI_API_KEY=***"),
-        (f"MY_SECRET: '{LONG}'", "MY_SECRET: 'abcdef…0123'"),
+        (f"MY_SECRET: '{LONG}'", "MY_SECRET: 'abcdef…6789'"),
         ('DB_PASSWORD="hunter2"', 'DB_PASSWORD="***"'),
         ("PASSWD=x1", "PASSWD=***"),
         ("api_token = val", "api_token = ***"),  # patterns are case-insensitive
-        (f'{{"apiKey": "{LONG}"}}', '{"apiKey": "abcdef…0123"}'),
+        (f'{{"apiKey": "{LONG}"}}', '{"apiKey": "abcdef…6789"}'),
         ('{"refreshToken":"r1"}', '{"refreshToken":"***"}'),
         ('{"password": "p w"}', '{"password": "***"}'),
         ("--api-key k1", "--api-key ***"),
@@ -219,18 +219,18 @@ LONG = "abcdefghijklmnopqrstuvwxyz0123"  # 30 chars: masked as abcdef…0123
         ("--hook-token 'h1'", "--hook-token '***'"),
         ("--token t1 --secret s1", "--token *** --secret ***"),
         ("--password p1", "--password ***"),
-        (f"Authorization: Bearer {LONG}", "Authorization: Bearer abcdef…0123"),
+        (f"Authorization: Bearer {LONG}", "Authorization: Bearer abcdef…6789"),
         ("Authorization: Bearer short", "Authorization: Bearer ***"),
-        (f"use Bearer {LONG} here", "use Bearer abcdef…0123 here"),
+        (f"use Bearer {LONG} here", "use Bearer abcdef…6789 here"),
         ("Bearer tooshort", "Bearer tooshort"),  # fewer than 18 token characters
         ("sk-12345678", "***"),
-        (f"key sk-{LONG}", "key sk-abc…0123"),
-        (f"ghp_{LONG}", "ghp_ab…0123"),
-        (f"github_pat_{LONG}", "github…0123"),
+        (f"key sk-{LONG}", "key sk-abc…6789"),
+        (f"ghp_{LONG}", "ghp_ab…6789"),
+        (f"github_pat_{LONG}", "github…6789"),
         ("xoxb-1234567890", "***"),
         ("xapp-1234567890", "***"),
         ("gsk_1234567890", "***"),
-        (f"AIza{LONG}", "AIzaab…0123"),
+        (f"AIza{LONG}", "AIzaab…6789"),
         ("pplx-1234567890", "***"),
         ("npm_1234567890", "***"),
         ("123456:ABCDEFGHIJKLMNOPQRSTUVWXYZ", "123456…WXYZ"),
@@ -259,8 +259,9 @@ def test_pem_blocks_keep_their_first_and_last_lines() -> None:
     assert (
         redact(lower) == "-----begin ec private key-----\n…redacted…\n-----end ec private key-----"
     )
-    unclosed = "-----BEGIN PRIVATE KEY-----\nabc"
-    assert redact(unclosed) == unclosed  # no END: not a block (as in OpenClaw)
+    # Unlike OpenClaw, a block without its END line is masked to the end of the text.
+    unclosed = "-----BEGIN PRIVATE KEY-----\nMIIabcdefghijklmnopqrstuvwxyz"
+    assert redact(unclosed) == "-----BEGIN PRIVATE KEY-----\n…redacted…"
 
 
 def test_redaction_is_linear_on_adversarial_input() -> None:

@@ -55,7 +55,7 @@ def reader(router: Router, out: Path) -> dict[str, Any]:
     expected = int(done.read_text(encoding="utf-8"))
     seen_at = time.monotonic()
     count = entry_rows(router)
-    while count != expected and time.monotonic() - seen_at < 30:
+    while count != expected and time.monotonic() - seen_at < 120:
         time.sleep(0.05)
         count = entry_rows(router)
     return {

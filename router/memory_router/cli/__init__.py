@@ -13,6 +13,7 @@ from memory_router import __version__, _plugins
 
 from ._agent import capture, context, flush
 from ._app import CliState, CommandError, RootGroup, report_error
+from ._bench import bench
 from ._entries import entries, forget, recall, store
 from ._info import plugins, status
 from ._memory import get, index, search
@@ -39,6 +40,7 @@ BUILTIN_COMMANDS: tuple[click.Command, ...] = (
     capture,
     migrate,
     config,
+    bench,
 )
 
 

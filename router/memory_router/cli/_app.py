@@ -19,6 +19,7 @@ import pluggy
 
 from memory_router._exceptions import MemoryRouterError
 from memory_router._router import Router
+from memory_router._workspace import scrub
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
@@ -139,12 +140,27 @@ def state(ctx: click.Context) -> CliState:
 
 
 def echo_json(value: Any) -> None:
-    """Print ``value`` as indented JSON on stdout."""
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    """Print ``value`` as indented JSON on stdout (always valid UTF-8)."""
+    click.echo(scrub(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
 
 
 def read_argument(value: str) -> str:
-    """``value``, or all of stdin (without the final newline) when it is ``-``."""
+    """``value``, or all of stdin (without the final newline) when it is ``-``.
+
+    Bytes that are not UTF-8 (on stdin, or in argv, where Python keeps them as lone
+    surrogates) become replacement characters: user text is scrubbed here, once.
+    """
     if value != "-":
-        return value
-    return sys.stdin.read().removesuffix("\n")
+        return scrub(value)
+    stream = getattr(sys.stdin, "buffer", None)
+    data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "replace")
+    return data.decode("utf-8", "replace").removesuffix("\n")
+
+
+def tolerant_streams() -> None:
+    """Let stdout and stderr print any text: a character the locale's encoding cannot
+    show becomes ``?`` (stdout) or an escape (stderr), never an encoding error."""
+    for stream, errors in ((sys.stdout, "replace"), (sys.stderr, "backslashreplace")):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors=errors)

@@ -16,6 +16,7 @@ from memory_router._types import SyncReport
 from memory_router.service import ServiceUnreachable, find_server
 
 from ._app import EXIT_ERROR, CliState, CommandError, echo_json, read_argument, state
+from ._explain import print_explained
 
 
 @click.command()
@@ -112,6 +113,9 @@ def progress_bar(*, enabled: bool) -> Iterator[_types.Progress]:
 @click.option("--mode", help="A backend-specific search mode (e.g. qmd's query or vsearch).")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole response as JSON.")
 @click.option("--local", is_flag=True, help="Search in this process even when a server is running.")
+@click.option(
+    "--explain", is_flag=True, help="Show each hit's score factors and why candidates were dropped."
+)
 @click.pass_context
 def search(
     ctx: click.Context,
@@ -121,6 +125,7 @@ def search(
     mode: str | None,
     as_json: bool,
     local: bool,
+    explain: bool,
 ) -> None:
     """Search memory for QUERY: its words, quoted or not ('-' reads it from stdin).
 
@@ -129,6 +134,9 @@ def search(
     """
     text = read_argument(" ".join(query))
     options: dict[str, Any] = {"max_results": max_results, "min_score": min_score, "mode": mode}
+    if explain:  # the explanation is computed here: a server does not send it
+        explain_here(state(ctx), text, options, as_json=as_json)
+        return
     answer = None if local else remote_search(state(ctx), text, options)
     if answer is None:
         router = state(ctx).router()
@@ -210,3 +218,15 @@ def get(
         )
     else:
         click.echo(text.text, nl=not text.text.endswith("\n") and bool(text.text))
+
+
+def explain_here(cli: CliState, text: str, options: dict[str, Any], *, as_json: bool) -> None:
+    """``search --explain``: search in this process and show every score's factors."""
+    router = cli.router()
+    response = router.search(
+        text, **options, session_key=cli_session_key(router.config.agent_id), explain=True
+    )
+    if as_json:
+        echo_json(response.to_dict())
+    else:
+        print_explained(response)

@@ -1,0 +1,209 @@
+"""``bench locomo`` and ``bench beir``: retrieval quality and speed on judged data."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memory_router._bench import METRICS, Variant, VariantReport, run_variant
+from memory_router._bench_data import BenchSet, load_beir, load_locomo
+from memory_router._config import Config, load_config
+from memory_router._exceptions import InvalidInput
+from memory_router._fusion import FUSION_METHODS
+
+from ._app import echo_json, state
+
+SHORT = {
+    "recall@1": "R@1",
+    "recall@5": "R@5",
+    "recall@10": "R@10",
+    "recall@20": "R@20",
+    "mrr": "MRR",
+    "ndcg@10": "nDCG@10",
+    "budget@500": "B500",
+    "budget@1000": "B1000",
+    "budget@2000": "B2000",
+}
+
+
+def _options(command: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--backend",
+            "backends",
+            multiple=True,
+            metavar="NAME",
+            help="Backend to measure (repeatable; default: the chain's first).",
+        ),
+        click.option(
+            "--mode",
+            "modes",
+            multiple=True,
+            type=click.Choice(["keyword", "hybrid"]),
+            help="keyword (no embeddings) and/or hybrid (repeatable; default: both).",
+        ),
+        click.option(
+            "--fusion",
+            "fusions",
+            multiple=True,
+            type=click.Choice(FUSION_METHODS),
+            help="Hybrid fusion to measure (repeatable; default: the configured one).",
+        ),
+        click.option(
+            "--provider", metavar="NAME", help="Embedding provider for hybrid (default: config)."
+        ),
+        click.option("--limit", type=int, default=0, help="Only the first N groups (0 = all)."),
+        click.option(
+            "--cache",
+            metavar="PATH",
+            help="Embedding cache kept between runs"
+            " (default: <state_dir>/bench/embedding-cache.sqlite).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print the results as JSON."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@click.group()
+def bench() -> None:
+    """Measure retrieval quality and speed on a judged dataset (LoCoMo or BEIR layout)."""
+
+
+@bench.command()
+@click.option(
+    "--data",
+    metavar="FILE",
+    default=lambda: os.environ.get("MEMORY_ROUTER_LOCOMO", ""),
+    help="LoCoMo's locomo10.json (default: $MEMORY_ROUTER_LOCOMO).",
+)
+@_options
+@click.pass_context
+def locomo(ctx: click.Context, /, data: str, **options: Any) -> None:
+    """LoCoMo conversations: turn recall per question category."""
+    if not data:
+        raise InvalidInput(
+            "no LoCoMo data given", key="data", hint="pass --data path/to/locomo10.json"
+        )
+    _run(ctx, load_locomo(Path(data).expanduser()), **options)
+
+
+@bench.command()
+@click.option("--data", metavar="DIR", required=True, help="corpus.jsonl, queries.jsonl, qrels/.")
+@click.option("--split", default="test", show_default=True, help="qrels/<split>.tsv to use.")
+@_options
+@click.pass_context
+def beir(ctx: click.Context, /, data: str, split: str, **options: Any) -> None:
+    """A dataset in BEIR layout: one Markdown file per document."""
+    _run(ctx, load_beir(Path(data).expanduser(), split=split), **options)
+
+
+def _variants(
+    config: Config, backends: Sequence[str], modes: Sequence[str], fusions: Sequence[str]
+) -> list[Variant]:
+    out = []
+    for backend in backends or [config.router.chain[0]]:
+        for mode in modes or ["keyword", "hybrid"]:
+            if mode == "keyword":
+                out.append(Variant(backend=backend, mode="keyword"))
+                continue
+            for fusion in fusions or [config.query.hybrid.fusion]:
+                out.append(Variant(backend=backend, mode="hybrid", fusion=fusion))
+    return out
+
+
+def _run(
+    ctx: click.Context,
+    dataset: BenchSet,
+    *,
+    backends: Sequence[str],
+    modes: Sequence[str],
+    fusions: Sequence[str],
+    provider: str | None,
+    limit: int,
+    cache: str | None,
+    as_json: bool,
+) -> None:
+    cli = state(ctx)
+    overrides = cli.overrides()
+    if provider:
+        overrides["embedding"] = {"provider": provider}
+    config = load_config(cli.config, overrides=overrides)
+    if "hybrid" in (modes or ["hybrid"]) and config.embedding.provider == "none":
+        raise InvalidInput(
+            "hybrid needs an embedding provider, and embedding.provider is 'none'",
+            key="embedding.provider",
+            hint="pass --provider minilm (or another provider), or --mode keyword",
+        )
+    if limit > 0:
+        dataset = dataclasses.replace(dataset, groups=dataset.groups[:limit])
+    cache_path = (
+        Path(cache).expanduser()
+        if cache
+        else config.state_path / "bench" / "embedding-cache.sqlite"
+    )
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    reports = []
+    with tempfile.TemporaryDirectory(prefix="memory-router-bench-") as tmp:
+        for variant in _variants(config, backends, modes, fusions):
+            if not as_json:
+                click.echo(f"running {variant.label} on {dataset.query_count} queries…", err=True)
+            reports.append(
+                run_variant(
+                    dataset,
+                    variant,
+                    base=config,
+                    work_dir=Path(tmp),
+                    cache=cache_path,
+                    plugin_manager=cli.pm,
+                )
+            )
+    if as_json:
+        echo_json(
+            {
+                "dataset": {
+                    "name": dataset.name,
+                    "source": dataset.source,
+                    "sha256": dataset.sha256,
+                    "queries": dataset.query_count,
+                },
+                "variants": [r.to_dict() for r in reports],
+            }
+        )
+        return
+    click.echo(render(dataset, reports))
+
+
+def _row(label: str, metrics: Any, extra: Sequence[str]) -> str:
+    return " | ".join([label, *(f"{metrics[m]:.3f}" for m in METRICS), *extra])
+
+
+def render(dataset: BenchSet, reports: Sequence[VariantReport]) -> str:
+    """The results as Markdown tables: overall, then per category when there are any."""
+    lines = [
+        f"dataset {dataset.name} ({dataset.source}) sha256 {dataset.sha256}",
+        f"{dataset.query_count} queries",
+        "",
+        " | ".join(["variant", *(SHORT[m] for m in METRICS), "index s", "p50 ms", "p95 ms"]),
+        " | ".join(["---"] * (len(METRICS) + 4)),
+    ]
+    for r in reports:
+        timing = [f"{r.index_s:.1f}", f"{r.p50_ms:.1f}", f"{r.p95_ms:.1f}"]
+        lines.append(_row(r.variant.label, r.metrics, timing))
+    categories = sorted({c for r in reports for c in r.by_category})
+    if categories:
+        lines += ["", " | ".join(["variant", "category", "n", *(SHORT[m] for m in METRICS)])]
+        lines.append(" | ".join(["---"] * (len(METRICS) + 3)))
+        for r in reports:
+            for c in categories:
+                values = r.by_category.get(c)
+                if values:
+                    lines.append(_row(f"{r.variant.label} | {c} | {int(values['n'])}", values, ()))
+    return "\n".join(lines)

@@ -1,0 +1,64 @@
+"""``search --explain``: every factor of every score, and why candidates were left out."""
+
+from __future__ import annotations
+
+import click
+
+from memory_router._snippets import line_terms
+from memory_router._types import Explain, Hit, SearchResponse
+
+
+def _side(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def factors(explain: Explain) -> str:
+    """``relevance × decay × importance = score``, with the hybrid parts when there are any."""
+    line = (
+        f"relevance {explain.relevance:.3f} × decay {explain.decay:.3f}"
+        f" × importance {explain.importance:.3f} = {explain.score:.3f}"
+    )
+    if explain.fusion:
+        line += (
+            f"  [{explain.fusion}: vector {_side(explain.vector_score)}"
+            f" → {_side(explain.vector_part)}, text {_side(explain.text_score)}"
+            f" → {_side(explain.text_part)}]"
+        )
+    elif explain.text_score is not None or explain.vector_score is not None:
+        line += f"  [vector {_side(explain.vector_score)}, text {_side(explain.text_score)}]"
+    if explain.mmr_penalty:
+        line += f"  MMR penalty {explain.mmr_penalty:.3f}"
+    return line
+
+
+def best_line(snippet: str, query: str) -> str:
+    """The snippet's line with the most query keywords (the first content line on a tie)."""
+    lines = [ln.strip() for ln in snippet.split("\n") if ln.strip() and not ln.startswith("#")]
+    if not lines:
+        return ""
+    terms = line_terms(lines, query)
+    return lines[max(range(len(lines)), key=lambda i: (len(terms[i]), -i))]
+
+
+def _hit_line(rank: str, hit: Hit) -> str:
+    return f"{rank} {hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}"
+
+
+def print_explained(response: SearchResponse) -> None:
+    """The hits with their factors, then each dropped candidate and the reason."""
+    if not response.results:
+        click.echo("No matches.")
+    for rank, hit in enumerate(response.results, start=1):
+        click.echo(_hit_line(f"#{rank}", hit))
+        if hit.explain is not None:
+            click.echo(f"   {factors(hit.explain)}")
+        click.echo(f"   {best_line(hit.snippet, response.query)[:100]}")
+    if response.dropped:
+        click.echo()
+        click.echo(f"Dropped ({len(response.dropped)}):")
+    for hit in response.dropped:
+        reason = hit.explain.dropped if hit.explain else "dropped"
+        click.echo(f"{_hit_line('-', hit)}  {reason}")
+        if hit.explain is not None:
+            click.echo(f"   {factors(hit.explain)}")
+    click.echo(f"Answered by {response.backend} (mode {response.mode}).")

@@ -1,0 +1,123 @@
+"""``memory-router bench``: a small BEIR-layout fixture with metric values computed by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memory_router import Hit
+from memory_router._bench import score_query
+from memory_router._bench_data import Group, Query, doc_path, load_beir
+from memory_router.cli import build_cli
+
+DOCS = {
+    "d1": ("Apples", "Apples are red fruit."),
+    "d2": ("Bananas", "Bananas are long yellow fruit from warm countries."),
+    "d3": ("Cherries", "Cherries are small red fruit."),
+}
+QUERIES = {"q1": "bananas", "q2": "red fruit", "q3": "small fruit", "q4": "unjudged query"}
+QRELS = [("q1", "d2", 1), ("q2", "d1", 2), ("q2", "d3", 1), ("q3", "d1", 1), ("q3", "d2", 0)]
+
+
+def write_beir(folder: Path) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    corpus = [{"_id": k, "title": t, "text": x} for k, (t, x) in DOCS.items()]
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in corpus) + "\n")
+    queries = [{"_id": k, "text": v} for k, v in QUERIES.items()]
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries) + "\n")
+    rows = ["query-id\tcorpus-id\tscore", *(f"{q}\t{d}\t{s}" for q, d, s in QRELS)]
+    (folder / "qrels" / "test.tsv").write_text("\n".join(rows) + "\n")
+    return folder
+
+
+def test_beir_fixture_through_the_command_gives_hand_computed_metrics(tmp_path: Path) -> None:
+    data = write_beir(tmp_path / "fruit")
+    config = tmp_path / "config.toml"
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\n[embedding]\nprovider = "none"\n')
+    result = CliRunner().invoke(
+        build_cli(),
+        [
+            "--config",
+            str(config),
+            "bench",
+            "beir",
+            "--data",
+            str(data),
+            "--mode",
+            "keyword",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["dataset"]["queries"] == 3  # q4 has no judgement; d2 is judged 0 for q3
+    assert len(report["dataset"]["sha256"]) == 64
+    [variant] = report["variants"]
+    m = variant["metrics"]
+    # q1 "bananas": d2 first.                 R@1 1, MRR 1, nDCG 1
+    # q2 "red fruit": d1 (grade 2), d3, d2.   R@1 1/2, MRR 1, nDCG 1 (ideal order)
+    # q3 "small fruit": d3, d1, d2; d1 wanted. R@1 0, MRR 1/2, nDCG 1/log2(3)
+    assert m["recall@1"] == pytest.approx((1 + 0.5 + 0) / 3)
+    assert m["recall@5"] == pytest.approx(1.0)
+    assert m["mrr"] == pytest.approx((1 + 1 + 0.5) / 3)
+    assert m["ndcg@10"] == pytest.approx((1 + 1 + 1 / 1.5849625007211563) / 3)
+    assert m["budget@500"] == pytest.approx(1.0)  # every snippet is short and fully read
+    assert variant["p95_ms"] >= variant["p50_ms"] > 0
+
+
+def test_the_table_names_the_dataset_hash_and_every_metric(tmp_path: Path) -> None:
+    data = write_beir(tmp_path / "fruit")
+    config = tmp_path / "config.toml"
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\n[embedding]\nprovider = "none"\n')
+    args = ["--config", str(config), "bench", "beir", "--data", str(data), "--mode", "keyword"]
+    result = CliRunner().invoke(build_cli(), args)
+    assert result.exit_code == 0, result.output
+    assert load_beir(data).sha256 in result.output
+    for column in ("R@1", "R@20", "MRR", "nDCG@10", "B500", "B1000", "B2000", "p95 ms"):
+        assert column in result.output
+
+
+def test_a_malformed_dataset_is_one_clear_error(tmp_path: Path) -> None:
+    data = write_beir(tmp_path / "fruit")
+    (data / "qrels" / "test.tsv").write_text("q1\td2\tvery\n")
+    config = tmp_path / "config.toml"
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\n[embedding]\nprovider = "none"\n')
+    args = ["--config", str(config), "bench", "beir", "--data", str(data), "--mode", "keyword"]
+    result = CliRunner().invoke(build_cli(), args)
+    assert result.exit_code == 1
+    assert "expected query-id, corpus-id, score" in result.output
+
+
+def test_hybrid_without_a_provider_says_what_to_do(tmp_path: Path) -> None:
+    data = write_beir(tmp_path / "fruit")
+    config = tmp_path / "config.toml"
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\n[embedding]\nprovider = "none"\n')
+    args = ["--config", str(config), "bench", "beir", "--data", str(data), "--mode", "hybrid"]
+    result = CliRunner().invoke(build_cli(), args)
+    assert result.exit_code == 1
+    assert "Hint: pass --provider" in result.output
+
+
+def test_budget_recall_counts_only_what_the_snippets_show() -> None:
+    text = "# T\n" + "\n".join(f"line {i} " + "x" * 150 for i in range(1, 6)) + "\n"
+    path = doc_path("doc")
+    units = {path: {n: f"u{n}" for n in range(2, 7)}}
+    group = Group(name="g", files={path: text}, units=units, queries=())
+    query = Query(id="q", text="x", relevant={"u2": 1, "u6": 1})
+    # One hit over lines 1-6 whose snippet shows only the first ~320 characters.
+    hit = Hit(
+        path=path,
+        start_line=1,
+        end_line=6,
+        score=1,
+        snippet=text[:320],
+        source="memory",
+        backend="b",
+    )
+    scores = score_query(query, [hit], group, {path: text.split("\n")})
+    assert scores["recall@1"] == 1.0  # both units are inside the hit's lines
+    assert scores["budget@2000"] == 0.5  # but only u2's line is visible in the snippet
+    assert scores["budget@500"] == 0.5

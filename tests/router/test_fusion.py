@@ -1,0 +1,115 @@
+"""Fusion functions on hand-made score lists: arithmetic, ties, one side empty, all equal."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_router import (
+    FUSION_METHODS,
+    VectorScale,
+    convex_fusion,
+    fuse,
+    keyword_coverage,
+    minmax_fusion,
+    rrf_fusion,
+    vector_scale,
+    weighted_fusion,
+    zscore_fusion,
+)
+
+VECTOR = {"a": 0.9, "b": 0.6, "c": 0.3}
+TEXT = {"b": 0.8, "d": 0.4}
+
+
+def scores(fused: list) -> dict[str, float]:  # type: ignore[type-arg]
+    return {f.id: round(f.score, 6) for f in fused}
+
+
+def test_weighted_is_openclaws_raw_arithmetic() -> None:
+    fused = weighted_fusion(VECTOR, TEXT, vector_weight=0.7, text_weight=0.3)
+    assert scores(fused) == {"a": 0.63, "b": 0.66, "c": 0.21, "d": 0.12}
+    assert [f.id for f in fused] == ["b", "a", "c", "d"]
+    b = fused[0]
+    assert (b.vector, b.text) == (0.6, 0.8)
+    assert b.vector_part + b.text_part == pytest.approx(b.score)
+
+
+def test_minmax_normalises_each_side_over_its_candidates() -> None:
+    fused = minmax_fusion(VECTOR, TEXT, vector_weight=0.5, text_weight=0.5)
+    # vector: a 1, b 0.5, c 0; text: b 1, d 0.
+    assert scores(fused) == {"a": 0.5, "b": 0.75, "c": 0.0, "d": 0.0}
+    assert [f.id for f in fused] == ["b", "a", "c", "d"]  # ties broken by id
+
+
+def test_convex_scales_text_by_its_best_and_calibrates_cosine() -> None:
+    scale = VectorScale(floor=0.3, ceiling=0.9)
+    fused = convex_fusion(VECTOR, TEXT, vector_weight=0.6, text_weight=0.4, scale=scale)
+    # vector: a 1, b 0.5, c 0 (at the floor); text: b 1, d 0.5.
+    assert scores(fused) == {"a": 0.6, "b": 0.7, "c": 0.0, "d": 0.2}
+    assert scale(0.1) == 0.0
+    assert scale(0.95) == 1.0
+
+
+def test_rrf_scores_ranks_and_top_on_both_sides_is_one() -> None:
+    fused = rrf_fusion({"x": 0.9, "y": 0.1}, {"x": 5.0, "z": 1.0}, k=60)
+    by_id = scores(fused)
+    assert by_id["x"] == 1.0
+    assert by_id["y"] == pytest.approx(0.5 * 61 / 62, abs=1e-6)
+    assert by_id["z"] == pytest.approx(0.5 * 61 / 62, abs=1e-6)
+    assert [f.id for f in fused] == ["x", "y", "z"]
+
+
+def test_rrf_ties_share_the_best_rank() -> None:
+    fused = rrf_fusion({"a": 0.5, "b": 0.5, "c": 0.1}, {}, k=60)
+    by_id = scores(fused)
+    assert by_id["a"] == by_id["b"] == 0.5
+    assert by_id["c"] == pytest.approx(0.5 * 61 / 63, abs=1e-6)
+
+
+def test_zscore_is_squashed_into_the_unit_interval_and_parts_add_up() -> None:
+    fused = zscore_fusion(VECTOR, TEXT)
+    assert [f.id for f in fused][:2] == ["b", "a"]
+    for f in fused:
+        assert 0.0 < f.score < 1.0
+        assert f.vector_part + f.text_part == pytest.approx(f.score)
+
+
+@pytest.mark.parametrize("method", FUSION_METHODS)
+def test_one_side_empty_keeps_the_other_sides_order(method: str) -> None:
+    only_vector = fuse(method, VECTOR, {})  # type: ignore[arg-type]
+    only_text = fuse(method, {}, TEXT)  # type: ignore[arg-type]
+    assert [f.id for f in only_vector] == ["a", "b", "c"]
+    assert [f.id for f in only_text] == ["b", "d"]
+    assert all(f.text is None for f in only_vector)
+    assert all(0.0 <= f.score <= 1.0 for f in only_vector + only_text)
+
+
+@pytest.mark.parametrize("method", FUSION_METHODS)
+def test_all_equal_scores_tie_and_order_by_id(method: str) -> None:
+    fused = fuse(method, {"c": 0.5, "a": 0.5, "b": 0.5}, {"c": 2.0, "a": 2.0, "b": 2.0})  # type: ignore[arg-type]
+    assert [f.id for f in fused] == ["a", "b", "c"]
+    assert len({round(f.score, 9) for f in fused}) == 1
+
+
+@pytest.mark.parametrize("method", FUSION_METHODS)
+def test_both_sides_empty_gives_nothing(method: str) -> None:
+    assert fuse(method, {}, {}) == []  # type: ignore[arg-type]
+
+
+def test_unknown_method_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown fusion method"):
+        fuse("borda", VECTOR, TEXT)  # type: ignore[arg-type]
+
+
+def test_vector_scale_knows_minilm_and_leaves_other_models_raw() -> None:
+    assert vector_scale("all-MiniLM-L6-v2").floor > 0
+    assert vector_scale("Xenova/all-MiniLM-L6-v2") == vector_scale("all-MiniLM-L6-v2")
+    assert vector_scale("some-other-model") == VectorScale()
+    assert vector_scale(None)(0.42) == 0.42
+
+
+def test_coverage_scales_the_keyword_side_of_convex() -> None:
+    assert keyword_coverage("how do colleagues share progress", "shared fixtures") == 1 / 3
+    assert keyword_coverage("the of and", "anything") == 1.0  # no keywords: no penalty
+    fused = convex_fusion({}, {"x": 4.0, "y": 2.0}, coverage={"x": 0.25, "y": 1.0})
+    assert scores(fused) == {"x": 0.075, "y": 0.15}
