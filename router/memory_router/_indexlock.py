@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ._exceptions import MemoryRouterError
+from ._exceptions import ConfigError, MemoryRouterError
 from ._types import Progress, no_progress
 
 LOCK_FILE = "index.lock"
@@ -79,10 +79,11 @@ def index_lock(
         os.close(fd)
 
 
-def unusable_folder(folder: Path, error: OSError) -> MemoryRouterError:
+def unusable_folder(folder: Path, error: OSError) -> ConfigError:
     """A state folder that cannot be created or written, with what to do about it."""
-    return MemoryRouterError(
+    return ConfigError(
         f"cannot write the state folder {folder}: {error.strerror or error}",
+        key="state_dir",
         hint=f"make {folder} a folder you can write (mkdir -p / chmod u+w), or set state_dir"
         " in the config to another folder",
     )
