@@ -77,11 +77,15 @@ def test_index_reports_the_hung_sidecar_and_builds_the_fallback(
     assert wait_until(lambda: not any(alive(p) for p in started_pids(fake)), 5)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
 @pytest.mark.parametrize(
-    ("command", "point"),
-    [(("index",), "update"), (("search", "green tea"), "mcp-request")],
-    ids=["mid-update", "mid-query"],
+    ("command", "point", "sig"),
+    [
+        (("index",), "update", signal.SIGTERM),
+        (("index",), "update", signal.SIGKILL),
+        (("search", "green tea"), "mcp-request", signal.SIGINT),
+        (("search", "green tea"), "mcp-request", signal.SIGKILL),
+    ],
+    ids=["mid-update-SIGTERM", "mid-update-SIGKILL", "mid-query-SIGINT", "mid-query-SIGKILL"],
 )
 def test_no_child_survives_the_cli_process(
     tmp_path: Path,

@@ -18,6 +18,7 @@ from memory_router import (
     BackendStatus,
     Chunk,
     EmbeddingError,
+    Explain,
     Hit,
     MemoryRouterError,
     Progress,
@@ -25,7 +26,10 @@ from memory_router import (
     Snapshot,
     Staging,
     SyncReport,
+    fuse,
+    keyword_coverage,
     no_progress,
+    vector_scale,
 )
 
 from . import _housekeeping, _search, _transfer, _vectors
@@ -155,7 +159,7 @@ class LanceBackend(Backend):
             hits = [self._hit(r, vector_score=r.score) for r in vector.values()]
             return self._result(tables, hits, mode="vector", relaxed=None)
         keyword = keyword_leg.result()
-        hits = merge(keyword, vector, hybrid.vector_weight, hybrid.text_weight, self.name)
+        hits = merge(keyword, vector, request.query, self.context, self.name)
         return self._result(tables, hits[:limit], mode="hybrid", relaxed=hybrid.text_weight)
 
     def _vector_rows(
@@ -267,15 +271,35 @@ def row_hit(
 
 
 def merge(
-    keyword: Mapping[str, Row], vector: Mapping[str, Row], vw: float, tw: float, backend: str
+    keyword: Mapping[str, Row],
+    vector: Mapping[str, Row],
+    query: str,
+    context: BackendContext,
+    backend: str,
 ) -> list[Hit]:
-    """Union by chunk id; a missing side scores 0 (the built-in backend's weighted merge)."""
-    hits = []
-    for chunk_id in {**vector, **keyword}:
-        k, v = keyword.get(chunk_id), vector.get(chunk_id)
-        row = k or v
-        assert row is not None
-        ks, vs = (k.score if k else None), (v.score if v else None)
-        hits.append(row_hit(row, backend, vw * (vs or 0.0) + tw * (ks or 0.0), vs, ks))
-    hits.sort(key=lambda h: -h.score)
-    return hits
+    """The two legs fused exactly as the built-in backend fuses them (``query.hybrid.fusion``)."""
+    hybrid = context.config.query.hybrid
+    embedder = context.embedder
+    fused = fuse(
+        hybrid.fusion,
+        {k: r.score for k, r in vector.items()},
+        {k: r.score for k, r in keyword.items()},
+        vector_weight=hybrid.vector_weight,
+        text_weight=hybrid.text_weight,
+        scale=vector_scale(embedder.model) if embedder is not None else None,
+        coverage={k: keyword_coverage(query, r.text) for k, r in keyword.items()},
+    )
+    rows = {**vector, **keyword}  # keyword text preferred, as in the built-in backend
+    return [
+        replace(
+            row_hit(rows[f.id], backend, f.score, f.vector, f.text),
+            explain=Explain(
+                relevance=f.score,
+                score=f.score,
+                vector_part=f.vector_part,
+                text_part=f.text_part,
+                fusion=hybrid.fusion,
+            ),
+        )
+        for f in fused
+    ]

@@ -55,7 +55,14 @@ def ensure_fts(table: Any) -> bool:
         return False
     from lancedb.index import FTS
 
-    config = FTS(with_position=False, stem=False, remove_stop_words=False, ascii_folding=True)
+    # English stemming, as the built-in backend's `porter unicode61` tokenizer does.
+    config = FTS(
+        with_position=False,
+        stem=True,
+        language="English",
+        remove_stop_words=False,
+        ascii_folding=True,
+    )
     table.create_index("text", config=config, name=FTS_INDEX)
     _seen.pop(id(table), None)
     return True

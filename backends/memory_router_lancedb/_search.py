@@ -4,7 +4,8 @@
   the raw score mapped into [0, 1) as ``s / (1 + s)`` — the SQLite backend's mapping;
 * vector: cosine distance (exact ``1 − cos`` thanks to ``refine_factor`` once an ANN index
   exists), score ``1 − distance``;
-* both legs take the same prefilter (sources, categories), then the router's weighted merge.
+* both legs take the same prefilter (sources), then the built-in backend's fusion
+  (`memory_router.fuse` with `query.hybrid.fusion`).
 """
 
 from __future__ import annotations

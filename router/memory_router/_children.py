@@ -58,8 +58,10 @@ def watch_parent():
 threading.Thread(target=watch_parent, daemon=True).start()
 _, status = os.waitpid(pid, 0)
 if os.WIFSIGNALED(status):
-    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-    os.kill(os.getpid(), os.WTERMSIG(status))
+    died = os.WTERMSIG(status)
+    if died not in (signal.SIGKILL, signal.SIGSTOP):
+        signal.signal(died, signal.SIG_DFL)
+    os.kill(os.getpid(), died)
 sys.exit(os.waitstatus_to_exitcode(status))
 """
 

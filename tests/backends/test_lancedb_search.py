@@ -55,3 +55,30 @@ def test_memory_copy_follows_another_routers_writes(tmp_path: Path) -> None:
         )
         writer.sync()
         assert ranked(reader, "sourdough starter")[0][0] == "memory/c.md"
+
+
+def test_hybrid_fuses_like_the_built_in_backend(tmp_path: Path) -> None:
+    # Same fusion as SQLite: each hit's score is `fuse()` of its own two leg scores, and a
+    # stemmed keyword ("firings" → "firing") reaches the keyword leg.
+    from memory_router import fuse, keyword_coverage
+
+    with router(tmp_path) as r:
+        r.sync()
+        request = SearchRequest(query="glaze firings", max_results=5, min_score=0.0, candidates=10)
+        hits = r.backend("lancedb").search(request).hits
+        hybrid = r.config.query.hybrid
+    top = hits[0]
+    assert top.path == "MEMORY.md"
+    assert top.text_score is not None
+    assert top.explain is not None
+    assert top.explain.fusion == hybrid.fusion
+    assert top.explain.vector_part + top.explain.text_part == top.score
+    expected = fuse(
+        hybrid.fusion,
+        {h.chunk_id: h.vector_score for h in hits if h.vector_score is not None},
+        {h.chunk_id: h.text_score for h in hits if h.text_score is not None},
+        vector_weight=hybrid.vector_weight,
+        text_weight=hybrid.text_weight,
+        coverage={h.chunk_id: keyword_coverage(request.query, h.snippet) for h in hits},
+    )
+    assert [f.id for f in expected] == [h.chunk_id for h in hits]

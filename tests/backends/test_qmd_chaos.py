@@ -1,0 +1,156 @@
+"""The fault-injecting fake QMD in each of its modes, at each of its points, behind a chain.
+
+Whatever QMD does (crash, hang, garbage, a slow answer, death in the middle of a JSON-RPC
+reply) at whichever call (the MCP child's start, an MCP request, a CLI query, ``update``),
+``chain = ["qmd", "sqlite"]`` answers from SQLite with the reason recorded; once the
+faults stop, QMD answers again within one breaker cooldown.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_router import Router, load_config
+from qmd_fakes.helpers import install_fake, set_chaos
+
+MODES = ["crash", "die-mid-answer", "hang", "garbage", "slow:30"]
+# Every mode on an MCP request; the quick ones on a CLI query; start faults that hang or lie.
+CASES = [
+    *(("mcp-request", mode) for mode in MODES),
+    *(("query", mode) for mode in ("crash", "die-mid-answer", "garbage")),
+    *(("mcp-start", mode) for mode in ("hang", "garbage")),
+]
+WORKSPACE = {
+    "MEMORY.md": "# Memory\n\nanswered by the fake qmd\n",
+    "memory/2026-11-01.md": "# Trip\n\nBooked flights to Lisbon.\n",
+}
+
+
+@pytest.fixture
+def workspace(write_workspace) -> Path:  # type: ignore[no-untyped-def]
+    return write_workspace(WORKSPACE)  # type: ignore[no-any-return]
+
+
+def chain_router(tmp_path: Path, workspace: Path, fake: Path, **qmd: Any) -> Router:
+    cooldown = qmd.pop("cooldown_s", 30.0)
+    settings = {
+        "command": str(fake),
+        "search_timeout_s": 1.0,
+        "command_timeout_s": 3.0,  # starting two Pythons on a loaded machine
+        "update_timeout_s": 1.0,
+        "kill_grace_s": 0.1,
+        "update_on_boot": False,
+        "update_interval_s": 0,
+        **qmd,
+    }
+    config = load_config(
+        None,
+        environ={},
+        overrides={
+            "workspace": str(workspace),
+            "state_dir": str(tmp_path / "state"),
+            "embedding": {"provider": "none"},
+            "query": {"min_score": 0.0},
+            "router": {
+                "chain": ["qmd", "sqlite"],
+                "timeout_s": 4.0,
+                "breaker": {"cooldown_s": cooldown},
+            },
+            "backends": {"qmd": settings},
+        },
+    )
+    return Router.from_config(config)
+
+
+@pytest.mark.parametrize(("point", "mode"), CASES, ids=[f"{p}-{m}" for p, m in CASES])
+def test_every_fault_at_every_query_point_falls_back_with_a_reason(
+    tmp_path: Path, workspace: Path, point: str, mode: str
+) -> None:
+    use_mcp = point != "query"
+    fake = install_fake(tmp_path / "fake", behaviour=f"{point}={mode}")
+    with chain_router(tmp_path, workspace, fake, use_mcp=use_mcp) as router:
+        router.sync(backends=["sqlite"])
+        started = time.monotonic()
+        response = router.search("Lisbon flights")
+        elapsed = time.monotonic() - started
+    assert response.backend == "sqlite"
+    assert response.results[0].path == "memory/2026-11-01.md"
+    assert response.fallback is not None
+    assert response.fallback.from_ == "qmd"
+    assert response.fallback.reason
+    assert elapsed < 4.0 + 3.0  # the deadline, plus SQLite and a busy machine
+    log = (fake.parent / "log").read_text().split("\n")
+    assert any(line.endswith(f"{point} {mode}") for line in log)
+
+
+@pytest.mark.parametrize("mode", ["crash", "hang", "garbage"])
+def test_a_failing_background_update_hands_the_next_query_to_sqlite(
+    tmp_path: Path, workspace: Path, mode: str
+) -> None:
+    fake = install_fake(tmp_path / "fake", behaviour=f"update={mode}")
+    with chain_router(tmp_path, workspace, fake) as router:
+        router.sync(backends=["sqlite"])
+        first = router.search("Lisbon flights")
+        assert first.backend == "qmd"  # it answers from the index it has
+        assert any("stale" in note for note in first.notes)
+        deadline = time.monotonic() + 10
+        answers = [first]
+        while answers[-1].backend == "qmd" and time.monotonic() < deadline:
+            time.sleep(0.1)
+            answers.append(router.search("Lisbon flights"))
+    last = answers[-1]
+    if mode == "garbage":  # exit 0 with nonsense: QMD keeps serving, nothing to fail
+        assert last.backend == "qmd"
+        return
+    assert last.backend == "sqlite"
+    assert "index sync failed: qmd update" in last.fallback.reason  # type: ignore[union-attr]
+
+
+def test_qmd_answers_again_within_one_cooldown_after_faults_stop(
+    tmp_path: Path, workspace: Path
+) -> None:
+    cooldown = 1.0
+    fake = install_fake(tmp_path / "fake")
+    set_chaos(fake, seed=1, rate=1.0, faults=["crash"], points=["mcp-start", "mcp-request"])
+    with chain_router(tmp_path, workspace, fake, cooldown_s=cooldown) as router:
+        router.sync(backends=["sqlite"])
+        until = time.monotonic() + 5 * cooldown  # several failed probes: backoff would grow
+        while time.monotonic() < until:
+            assert router.search("Lisbon flights").backend == "sqlite"
+            time.sleep(0.05)
+        assert router.breakers()["qmd"].state in ("open", "half-open")
+        set_chaos(fake, seed=1, rate=0.0, faults=["crash"])
+        stopped = time.monotonic()
+        while router.search("green tea").backend != "qmd":
+            assert time.monotonic() - stopped < cooldown + 1.5, "QMD did not come back"
+            time.sleep(0.05)
+        assert router.breakers()["qmd"].state == "closed"
+        sidecar = router.status().backends[0].details["sidecar"]
+    assert sidecar["crashes"] + sidecar["starts"] > 2
+
+
+def test_the_same_seed_gives_the_same_faults(tmp_path: Path) -> None:
+    runs = []
+    for attempt in range(2):
+        fake = install_fake(tmp_path / f"fake-{attempt}")
+        set_chaos(fake, seed=42, rate=0.5, faults=["crash", "garbage"])
+        for _ in range(12):
+            subprocess.run([str(fake), "--version"], capture_output=True, timeout=30, check=False)
+        runs.append([line.split()[2] for line in (fake.parent / "log").read_text().splitlines()])
+    assert runs[0] == runs[1]
+    assert {"crash", "garbage", "ok"} <= set(runs[0])
+
+
+def test_fixed_modes_win_over_chaos(tmp_path: Path) -> None:
+    fake = install_fake(tmp_path / "fake", behaviour="version=ok\n*=crash")
+    set_chaos(fake, seed=1, rate=1.0, faults=["garbage"])
+    version = subprocess.run([str(fake), "--version"], capture_output=True, text=True, timeout=30)
+    update = subprocess.run([str(fake), "update"], capture_output=True, text=True, timeout=30)
+    assert (version.returncode, version.stdout.strip()) == (0, "qmd 2.8.3 (fake)")
+    assert update.returncode == 139
+    assert (fake.parent / "log").read_text().split()[1::3] == ["version", "update"]
