@@ -24,3 +24,14 @@ step search "upcoming vacation abroad" --max-results 2 --min-score 0.2
 step search "how do colleagues share progress each morning" --max-results 2 --min-score 0.2
 step search "why did the tests fail intermittently" --max-results 2 --min-score 0.2
 step get memory/projects/heron.md --from 1 --lines 8
+# What a new user types next (README "Quick start").
+cat <<'NEXT'
+
+Next, in this shell:
+  source .venv/bin/activate                       # puts memory-router on PATH
+  export MEMORY_ROUTER_CONFIG=examples/demo.toml  # so --config can be left out
+  memory-router search which foods must my pet avoid --min-score 0.2
+  memory-router status
+  memory-router doctor
+  memory-router watch                             # re-index as the notes change (Ctrl-C stops)
+NEXT

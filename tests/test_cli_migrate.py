@@ -48,8 +48,10 @@ def test_min_overlap_sets_the_exit_code(setup: tuple[Path, Path], tmp_path: Path
     queries.write_text("green tea\nLisbon conference\n\nflaky CI timezone\n")
     args = ["--config", str(config), "migrate", "--from-path", str(old), "--queries", str(queries)]
     assert run([*args, "--min-overlap", "1.0"]).exit_code == 0
-    with sqlite3.connect(old) as db:  # damage the source: the target no longer agrees
+    with sqlite3.connect(old) as db:  # change the source: the target no longer agrees
+        # Both tables, so the index stays consistent (a lone chunks delete is damage).
         db.execute("DELETE FROM chunks WHERE path LIKE 'memory/%'")
+        db.execute("DELETE FROM chunks_fts WHERE path LIKE 'memory/%'")
     db.close()
     failed = run([*args, "--verify-only", "--min-overlap", "0.99"])
     assert failed.exit_code == 1

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from memory_router import Backend, BackendContext, BackendSpec, hookimpl, lazy_exports
 
-from ._settings import QmdModels, QmdSettings
+from ._settings import MODES, QmdModels, QmdSettings
 
 if TYPE_CHECKING:
     from ._backend import QmdBackend
@@ -36,5 +36,6 @@ def register_backends(register: Callable[[BackendSpec], None]) -> None:
             factory=create,
             settings=QmdSettings,
             description="QMD CLI as a sidecar: BM25 search, vsearch, query (Node >= 22)",
+            modes=MODES,
         )
     )

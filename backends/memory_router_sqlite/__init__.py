@@ -50,5 +50,6 @@ def register_backends(register: Callable[[BackendSpec], None]) -> None:
             factory=create,
             settings=SqliteSettings,
             description="SQLite: FTS5 BM25 + sqlite-vec vectors, weighted hybrid merge",
+            modes=("hybrid", "keyword", "vector"),
         )
     )

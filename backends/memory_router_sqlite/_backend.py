@@ -32,6 +32,7 @@ from memory_router import (
 )
 
 from . import _search
+from ._damage import is_corruption, remove_index_files
 from ._db import choose_driver, read_meta, table_exists, translate, vec_dims
 from ._search import Row, Scope
 from ._settings import SqliteSettings
@@ -71,7 +72,8 @@ class SqliteBackend(Backend):
         self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
     ) -> SyncReport:
         try:
-            return sync_store(
+            self.store.heal()
+            report = sync_store(
                 self.store,
                 snapshot,
                 embedder=self.context.embedder,
@@ -81,7 +83,16 @@ class SqliteBackend(Backend):
         except MemoryRouterError:
             raise
         except Exception as error:  # sqlite3/sqlean errors and OSError from the swap
-            raise translate(error, backend=self.name, doing="sync") from error
+            raise self._translate(error, "sync") from error
+        healed = self.store.take_healed()
+        return replace(report, reason=healed, full_rebuild=True) if healed else report
+
+    def _translate(self, error: Exception, doing: str) -> MemoryRouterError:
+        """``error`` translated; a corrupt file is flagged so the next sync heals it."""
+        if is_corruption(error):
+            self.store.flag_damaged(f"{doing} failed: {error}")
+            return self.store.damaged_error()
+        return translate(error, backend=self.name, doing=doing)
 
     # -- search -------------------------------------------------------------------------
 
@@ -92,7 +103,7 @@ class SqliteBackend(Backend):
         except MemoryRouterError:
             raise
         except Exception as error:
-            raise translate(error, backend=self.name, doing="search") from error
+            raise self._translate(error, "search") from error
 
     def _scope(self, conn: Any, request: SearchRequest) -> Scope:
         return Scope(
@@ -106,7 +117,7 @@ class SqliteBackend(Backend):
     def _search(self, conn: Any, request: SearchRequest) -> BackendResult:
         scope = self._scope(conn, request)
         has_fts = table_exists(conn, "chunks_fts")
-        if self.context.embedder is None:
+        if self.context.embedder is None or request.mode == "keyword":
             if not has_fts:
                 return BackendResult(hits=(), mode="keyword", notes=("FTS5 is unavailable",))
             return self._keyword_only(conn, scope, request.query)
@@ -127,7 +138,7 @@ class SqliteBackend(Backend):
             use_vec = self._use_vec(conn, len(query_vector))
             matrix = None if use_vec else self.store.matrix(conn, self.model)
             vector = _search.vector_rows(conn, scope, query_vector, use_vec=use_vec, matrix=matrix)
-        if not hybrid.enabled or not has_fts:
+        if not hybrid.enabled or not has_fts or request.mode == "vector":
             only = [self._hit(r, vector_score=r.score) for r in vector.values()]
             return BackendResult(hits=tuple(self._with_entries(conn, only)), mode="vector")
         keyword_side = _search.keyword_or if hybrid.keyword_query == "or" else _search.keyword_and
@@ -212,6 +223,11 @@ class SqliteBackend(Backend):
     # -- status, close, transfer --------------------------------------------------------
 
     def status(self, *, deep: bool = False) -> BackendStatus:
+        if self.store.damage is not None:
+            error = self.store.damaged_error()
+            return BackendStatus(
+                name=self.name, available=False, error=f"{error.message}; {error.hint}"
+            )
         try:
             with self.store.reader() as conn:
                 files = int(conn.execute("SELECT COUNT(*) FROM files").fetchone()[0])
@@ -257,12 +273,17 @@ class SqliteBackend(Backend):
     def close(self) -> None:
         self.store.close()
 
+    def reset(self) -> list[str]:
+        self.store.close()
+        return [str(p) for p in remove_index_files(self.path)]
+
     def export_chunks(self) -> Iterator[Chunk]:
         with self.store.reader() as conn:
             yield from export_chunks(conn)
 
     def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
         try:
+            self.store.heal()
             return import_chunks(self.store, chunks, fingerprint=fingerprint)
         except MemoryRouterError:
             raise

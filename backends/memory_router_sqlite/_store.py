@@ -17,6 +17,7 @@ from pathlib import Path
 
 from memory_router import BackendUnavailable
 
+from ._damage import diagnose, index_lock, mark_damaged, move_aside, remove_orphans, unwritable_hint
 from ._db import Connection, Driver, connect, ensure_fts, migrate, table_exists, vec_dims
 from ._vectors import Matrix
 
@@ -51,10 +52,75 @@ class Store:
         self._counts: tuple[int, str, int] | None = None
         self._version = 0
         self.schema_version = 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._make_folder()
         recover(self.path)
         self._inode: int | None = None
-        self.writer: Connection = self._open_writer()
+        # Found on open, healed by the next write (sync); reads refuse a damaged file.
+        self.damage = diagnose(path, driver, busy_timeout_ms=busy_timeout_ms)
+        self.healed: str | None = None
+        self.writer: Connection = None if self.damage else self._open_writer()
+
+    def _make_folder(self) -> None:
+        folder = self.path.parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            probe = folder / f".write-probe-{uuid.uuid4().hex}"
+            probe.touch()
+            probe.unlink()
+        except OSError as error:
+            why = "it is not a folder" if folder.exists() else error.strerror or str(error)
+            raise BackendUnavailable(
+                f"cannot write the index folder {folder}: {why}",
+                backend=self.name,
+                hint=unwritable_hint(folder, error),
+            ) from error
+
+    def damaged_error(self) -> BackendUnavailable:
+        return BackendUnavailable(
+            f"the sqlite index {self.path} is damaged ({self.damage})",
+            backend=self.name,
+            hint="run `memory-router index` (or `memory-router doctor --fix`): the damaged"
+            " file is moved aside and the index rebuilt from the Markdown",
+        )
+
+    def flag_damaged(self, reason: str) -> None:
+        """Record that the file failed as corrupt: reads refuse it, the next sync heals it."""
+        self.damage = reason
+        mark_damaged(self.path, reason)
+
+    def heal(self) -> None:
+        """Move a damaged index aside and open a fresh one, which the caller then fills."""
+        if self.damage is None:
+            return
+        with self.write_lock, index_lock(self.path, wait_s=self.busy_timeout_ms / 1000) as held:
+            if self.damage is None:
+                return
+            if not held:
+                raise self.damaged_error()
+            # Another process may have healed it while this one waited for the lock.
+            reason = diagnose(self.path, self.driver, busy_timeout_ms=self.busy_timeout_ms)
+            if reason is not None:
+                moved = move_aside(self.path)
+                self.healed = (
+                    f"the index was damaged ({reason}); moved aside to {moved.name} and"
+                    " rebuilt from the Markdown"
+                )
+            if self.writer is not None:
+                self._drop_connections()
+            self.damage = None
+            self.changed()
+            self.writer = self._open_writer()
+
+    def take_healed(self) -> str | None:
+        """The heal report, once (a sync puts it in its report)."""
+        healed, self.healed = self.healed, None
+        return healed
+
+    @contextlib.contextmanager
+    def rebuilding(self) -> Iterator[None]:
+        """Hold the index lock while a temporary rebuild file exists (see :mod:`._damage`)."""
+        with index_lock(self.path, wait_s=3600.0):
+            yield
 
     def open(self, path: Path | str) -> Connection:
         """A new connection to ``path`` with the schema in place."""
@@ -87,7 +153,7 @@ class Store:
         Connections keep reading the file they opened even after it was replaced (and
         writes would go to the replaced file), so a changed inode means: start over.
         """
-        if _inode(self.path) in (self._inode, None):
+        if self.damage is not None or _inode(self.path) in (self._inode, None):
             return
         with self.write_lock:
             if _inode(self.path) not in (self._inode, None) and not self._closed:
@@ -112,6 +178,8 @@ class Store:
 
     @contextlib.contextmanager
     def _reader(self) -> Iterator[Connection]:
+        if self.damage is not None:
+            raise self.damaged_error()
         self.follow_swaps()
         with self._pool_lock:
             if self._closed:
@@ -237,7 +305,8 @@ class Store:
         self.writer = self._open_writer()
 
     def _drop_connections(self) -> None:
-        self.writer.close()
+        if self.writer is not None:
+            self.writer.close()
         with self._pool_lock:
             self._generation += 1
             idle, self._idle = self._idle, []
@@ -262,12 +331,12 @@ def _inode(path: Path) -> int | None:
         return None
 
 
-def recover(path: Path, *, stale_after_s: float = 3600.0) -> None:
+def recover(path: Path) -> None:
     """Undo what a process killed during :meth:`Store.replace_with` or a rebuild left behind.
 
     A missing index with a ``.backup-*`` beside it was moved aside and never replaced: it
-    is put back. Temporary rebuild files older than ``stale_after_s`` are deleted (younger
-    ones may belong to another process rebuilding right now).
+    is put back. Temporary rebuild files are deleted once no process holds the index lock
+    (every rebuild holds it while its file exists).
     """
     backups = sorted(
         (p for p in path.parent.glob(f"{path.name}.backup-*") if not p.name.endswith(_SIDE)),
@@ -277,11 +346,7 @@ def recover(path: Path, *, stale_after_s: float = 3600.0) -> None:
         for suffix in _SUFFIXES:
             if Path(f"{backups[-1]}{suffix}").exists():
                 os.replace(f"{backups[-1]}{suffix}", f"{path}{suffix}")
-    now = time.time()
-    for temp in path.parent.glob(f"{path.name}.tmp-*"):
-        with contextlib.suppress(OSError):
-            if now - temp.stat().st_mtime > stale_after_s:
-                temp.unlink()
+    remove_orphans(path)
 
 
 def remove_db(path: Path) -> None:

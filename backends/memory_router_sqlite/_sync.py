@@ -384,17 +384,18 @@ def _rebuild(
     *,
     vector: bool,
 ) -> None:
-    temp = store.temp_path()
-    try:
-        conn = store.open(temp)
+    with store.rebuilding():
+        temp = store.temp_path()
         try:
-            indexer = Indexer(conn, snapshot, embedder, vector=vector)
-            indexer.run(snapshot, counts, progress)
-            with transaction(conn):
-                write_meta(conn, _with_dims(wanted, indexer.dims, conn))
-        finally:
-            conn.close()
-        store.replace_with(temp)
-    except BaseException:
-        remove_db(temp)
-        raise
+            conn = store.open(temp)
+            try:
+                indexer = Indexer(conn, snapshot, embedder, vector=vector)
+                indexer.run(snapshot, counts, progress)
+                with transaction(conn):
+                    write_meta(conn, _with_dims(wanted, indexer.dims, conn))
+            finally:
+                conn.close()
+            store.replace_with(temp)
+        except BaseException:
+            remove_db(temp)
+            raise

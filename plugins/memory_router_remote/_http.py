@@ -183,6 +183,7 @@ def resolve_key(context: ProviderContext, provider: str, env_names: tuple[str, .
             f"no API key found for provider {provider}: [embedding.remote] api_key"
             f" ({secret.describe()}) is empty",
             provider=provider,
+            hint="set what api_key names, or fix api_key in the config",
         )
     for name in env_names:
         if os.environ.get(name, "").strip():
@@ -191,6 +192,8 @@ def resolve_key(context: ProviderContext, provider: str, env_names: tuple[str, .
         f"no API key found for provider {provider}: set {' or '.join(env_names)}"
         " or [embedding.remote] api_key",
         provider=provider,
+        hint=f"export {env_names[0]}=<your key> (or set [embedding.remote] api_key ="
+        ' { env = "NAME" }), or choose another [embedding] provider',
     )
 
 

@@ -98,6 +98,15 @@ class Backend(ABC):
         """Add chunks exported elsewhere; returns how many were written."""
         raise Unsupported(f"backend {self.name!r} cannot import chunks", backend=self.name)
 
+    def reset(self) -> list[str]:
+        """Delete this backend's derived state (its index files), never the Markdown.
+
+        Returns the paths removed. The backend is closed by then; the next sync rebuilds
+        it. Used by ``memory-router reset``. Optional; the default raises
+        :class:`Unsupported`, and the router's per-backend state folder is removed anyway.
+        """
+        raise Unsupported(f"backend {self.name!r} cannot reset itself", backend=self.name)
+
     def index_fingerprint(self) -> Mapping[str, Any] | None:
         """The fingerprint stored with the live index (see ``Snapshot.fingerprint``).
 
@@ -162,6 +171,11 @@ class BackendSpec:
     factory: BackendFactory
     settings: type | None = None
     description: str = ""
+    modes: tuple[str, ...] = ()
+    """The values :attr:`SearchRequest.mode` may take for this backend; empty: not declared.
+
+    The router refuses any other ``mode`` for the first backend of the chain with
+    :class:`InvalidInput` listing these."""
 
 
 def validate_backend_settings(config: Config, specs: Mapping[str, BackendSpec]) -> dict[str, Any]:

@@ -371,13 +371,22 @@ def find_config_file(
     if explicit:
         path = Path(explicit).expanduser()
         if not path.is_file():
-            raise ConfigError("config file not found", path=str(path))
+            raise ConfigError(
+                "config file not found",
+                path=str(path),
+                hint="check the path; a config file is optional (every key has a default, see"
+                " docs/configuration.md), so --config can also be left out",
+            )
         return path
     env = environ.get(ENV_PREFIX + "CONFIG")
     if env:
         path = Path(env).expanduser()
         if not path.is_file():
-            raise ConfigError(f"config file named by ${ENV_PREFIX}CONFIG not found", path=str(path))
+            raise ConfigError(
+                f"config file named by ${ENV_PREFIX}CONFIG not found",
+                path=str(path),
+                hint=f"point ${ENV_PREFIX}CONFIG at an existing file, or unset it",
+            )
         return path
     path = default_config_path()
     return path if path.is_file() else None

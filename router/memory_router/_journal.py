@@ -70,6 +70,7 @@ Further lines of an item are indented; `\\\\` is a backslash, `\\u{hex}` a chara
 
 """
 DEFAULT_IMPORTANCE = 0.7
+ENTRY_HINT = "`memory-router entries` lists the ids of the stored entries"
 _COMMENT = re.compile(r"<!-- mr:([^<>]*?) -->")
 _ESCAPED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
 _UNESCAPE = re.compile(r"\\(?:(\\)|u\{([0-9a-fA-F]{1,6})\}|(!))")
@@ -252,7 +253,9 @@ def remove_entry(path: Path, entry_id: str) -> Entry:
     Every other line stays byte-identical. Raises :class:`NotFound` when it is absent.
     """
     if not path.parent.is_dir():
-        raise NotFound(f"no entry with id {entry_id!r} (no journal at {path})", key=entry_id)
+        raise NotFound(
+            f"no entry with id {entry_id!r} (no journal at {path})", key=entry_id, hint=ENTRY_HINT
+        )
     with _locked(path):
         data = _read_bytes(path)
         items = _items(data, _mtime(path)) if data is not None else []
@@ -262,7 +265,7 @@ def remove_entry(path: Path, entry_id: str) -> Entry:
                 kept = lines[: item.start_line - 1] + lines[item.end_line :]
                 _write_atomic(path, b"\n".join(kept))
                 return item.entry
-    raise NotFound(f"no entry with id {entry_id!r}", key=entry_id)
+    raise NotFound(f"no entry with id {entry_id!r}", key=entry_id, hint=ENTRY_HINT)
 
 
 # -- reading ---------------------------------------------------------------------------

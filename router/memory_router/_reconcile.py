@@ -16,6 +16,7 @@ from ._calls import contained
 from ._coldread import MarkdownScan
 from ._config import Config
 from ._exceptions import BackendError, MemoryRouterError
+from ._indexlock import IndexBusy
 from ._jobs import SyncJob, SyncJobs
 from ._ledger import SyncLedger
 from ._types import SyncReport
@@ -83,7 +84,9 @@ class Reconciler:
         if finished is None or finished.error is None:
             return ()
         error = finished.error
-        if not last:
+        # Another process building this index: answer from the index there is, and try
+        # again on the next search (not a failure of the backend).
+        if not last and not isinstance(error, IndexBusy):
             kind = type(error) if isinstance(error, BackendError) else BackendError
             raise kind(f"index sync failed: {error.message}", backend=name) from error
         return (f"index not brought up to date ({name}): {error.message}",)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -28,6 +29,9 @@ from ._exceptions import (
     MemoryRouterError,
     NotFound,
 )
+from ._explain import check_mode, check_workspace, with_below_min_score
+from ._health import HealthFile, seen_breakers
+from ._indexlock import INDEX_WAIT_S, index_lock
 from ._ledger import SyncLedger
 from ._migrate import MigrationReport
 from ._reconcile import Reconciler
@@ -78,6 +82,7 @@ class Router:
         self._ledger = SyncLedger(config.sync)
         self._reconciler = Reconciler(config, self._ledger, self.backend, self._sync_job)
         self.last_fallback: Fallback | None = None
+        self._health = HealthFile(config.agent_state_path)
         self._closed = False
         self._book = EntryBook(config, lambda: self.embedder)
         self._remember_lock = threading.Lock()
@@ -167,7 +172,12 @@ class Router:
         return self.embedding_setup().fingerprint(self.config)
 
     def snapshot(self) -> Snapshot:
-        """The workspace's memory files now, with the current fingerprint."""
+        """The workspace's memory files now, with the current fingerprint.
+
+        A missing or unreadable workspace is a :class:`ConfigError`: syncing it would
+        look like every file was deleted and empty the index.
+        """
+        check_workspace(self.config)
         setup = self.embedding_setup()
         return take_snapshot(
             self.config, fingerprint=setup.fingerprint(self.config), model=setup.model
@@ -179,6 +189,7 @@ class Router:
         force: bool = False,
         backends: Iterable[str] | None = None,
         progress: Progress = no_progress,
+        wait_s: float = INDEX_WAIT_S,
     ) -> list[SyncReport]:
         """Bring backends in line with the workspace; one report per backend.
 
@@ -186,7 +197,8 @@ class Router:
         ones too while the one before could not be indexed) or, with ``standby = "hot"``,
         every backend. Each backend syncs on its own: one that fails or hangs (a sidecar
         is killed at its own timeouts) gets a report with ``errors`` set, and the others
-        still sync.
+        still sync. One process syncs a backend of an agent at a time: another one's sync
+        is waited for up to ``wait_s`` seconds, then ``IndexBusy`` is raised.
         """
         self._check_open()
         chain = self.config.router.chain
@@ -196,34 +208,52 @@ class Router:
         snapshot = self.snapshot()
         reports: list[SyncReport] = []
         for name in names:
-            report = self._sync_one(name, snapshot, force=force, progress=progress)
+            report = self._sync_one(name, snapshot, force=force, progress=progress, wait_s=wait_s)
             reports.append(report)
             if not explicit and not hot and not report.errors:
                 break
         return reports
 
     def _sync_one(
-        self, name: str, snapshot: Snapshot, *, force: bool, progress: Progress
+        self, name: str, snapshot: Snapshot, *, force: bool, progress: Progress, wait_s: float
     ) -> SyncReport:
         started = time.perf_counter()
         seen = self._ledger.changes
-        try:
-            with contained(name, "sync"):
-                report = self.backend(name).sync(snapshot, force=force, progress=progress)
-        except ConfigError:
-            raise  # a setting to fix, not a backend failure
-        except MemoryRouterError as error:
-            return SyncReport(
-                backend=name,
-                errors=(error.message,),
-                duration_ms=(time.perf_counter() - started) * 1000,
-            )
+        with self._index_lock(name, wait_s=wait_s, progress=progress):  # IndexBusy goes up
+            try:
+                with contained(name, "sync"):
+                    report = self.backend(name).sync(snapshot, force=force, progress=progress)
+            except ConfigError:
+                raise  # a setting to fix, not a backend failure
+            except MemoryRouterError as error:
+                return SyncReport(
+                    backend=name,
+                    errors=(error.message,),
+                    duration_ms=(time.perf_counter() - started) * 1000,
+                )
         self._ledger.synced(name, seen)
         return report
 
+    def _index_lock(
+        self, name: str, *, wait_s: float, progress: Progress = no_progress
+    ) -> contextlib.AbstractContextManager[None]:
+        """The cross-process lock around syncs of backend ``name`` (see ``_indexlock``)."""
+        return index_lock(
+            self.config.agent_state_path / name,
+            agent=self.config.agent_id,
+            backend=name,
+            wait_s=wait_s,
+            progress=progress,
+        )
+
     def _sync_job(self, name: str, seen: int) -> SyncReport:
-        """A sync started on the read path (on a thread of its own, see :class:`SyncJobs`)."""
-        report = self.backend(name).sync(self.snapshot())
+        """A sync started on the read path (on a thread of its own, see :class:`SyncJobs`).
+
+        When another process is syncing the backend it does not wait: the search answers
+        from the index there is, with a note (``IndexBusy``), and the next one tries again.
+        """
+        with self._index_lock(name, wait_s=0):
+            report = self.backend(name).sync(self.snapshot())
         if report.errors:
             raise BackendError("; ".join(report.errors), backend=name)
         self._ledger.synced(name, seen)
@@ -261,6 +291,7 @@ class Router:
             positive_int(max_results, "max_results") if max_results is not None else q.max_results
         )
         threshold = unit_float(min_score, "min_score") if min_score is not None else q.min_score
+        check_mode(mode, self.backend_specs.get(self.config.router.chain[0]))
         # Lone surrogates (from JSON, or undecodable bytes in argv) cannot reach a backend
         # nor be echoed in the response, which must encode as UTF-8 JSON; NUL cannot either.
         query = scrub(query)
@@ -279,14 +310,17 @@ class Router:
             mode=mode,
             timeout=self.config.router.timeout_s,
         )
-        return self._answer(
-            query,
-            request,
-            session_key=session_key,
-            started=started,
-            new_session=new_session,
-            explain=explain,
-        )
+        try:
+            return self._answer(
+                query,
+                request,
+                session_key=session_key,
+                started=started,
+                new_session=new_session,
+                explain=explain,
+            )
+        finally:
+            self._health.record(self.breakers(), self.last_fallback)
 
     def _answer(
         self,
@@ -319,7 +353,7 @@ class Router:
                 "search_ms": (shape_started - started) * 1000,
                 "shape_ms": (time.perf_counter() - shape_started) * 1000,
             }
-            return self._response(
+            response = self._response(
                 query,
                 hits,
                 backend=name,
@@ -329,6 +363,7 @@ class Router:
                 notes=(*notes, *result.notes),
                 dropped=tuple(dropped),
             )
+            return with_below_min_score(response, result, request, self.config)
         reasons = "; ".join(f"{a.from_}: {a.reason}" for a in attempts)
         raise BackendUnavailable(f"no backend could answer ({reasons})", backend=chain[-1])
 
@@ -537,16 +572,21 @@ class Router:
                     statuses.append(self.backend(name).status(deep=deep))
             except MemoryRouterError as error:
                 statuses.append(BackendStatus(name=name, available=False, error=error.message))
+        breakers, last, seen_at = seen_breakers(
+            self._health, self.breakers(), self.last_fallback, self.config.router.breaker.cooldown_s
+        )
         return RouterStatus(
             agent_id=self.config.agent_id,
             workspace=str(self.config.workspace_path),
             chain=self.config.router.chain,
             fallback_policy=self.config.router.fallback,
             backends=tuple(statuses),
-            breakers=self.breakers(),
-            last_fallback=self.last_fallback,
+            breakers=breakers,
+            last_fallback=last,
             embedding=self._embedding_status(deep=deep),
             sources=source_counts(self.config),
+            can_answer=any(s.available for s in statuses),
+            breakers_seen_at=seen_at,
         )
 
     def breakers(self) -> dict[str, Any]:

@@ -193,6 +193,19 @@ class Fallback(_ToDict):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BelowMinScore(_ToDict):
+    """Why an answer is empty: ``count`` hits were found, none reached ``min_score``.
+
+    ``best_score`` is the highest of them; searching with ``--min-score`` at or below it
+    (``min_score=`` in Python) shows them.
+    """
+
+    count: int
+    best_score: float
+    min_score: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SearchResponse(_ToDict):
     """The answer to :meth:`Router.search`.
 
@@ -215,6 +228,7 @@ class SearchResponse(_ToDict):
     timings: Mapping[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     dropped: tuple[Hit, ...] = ()
+    below_min_score: BelowMinScore | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -269,7 +283,12 @@ class BreakerState(_ToDict):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RouterStatus(_ToDict):
-    """Everything :meth:`Router.status` knows: config summary, backends, breakers, fallbacks."""
+    """Everything :meth:`Router.status` knows: config summary, backends, breakers, fallbacks.
+
+    ``can_answer`` is False when no backend of the chain is available. ``breakers`` and
+    ``last_fallback`` are what the router processes of this agent last recorded in the
+    state dir (``breakers_seen_at`` says when), or this process's own when it searched.
+    """
 
     agent_id: str
     workspace: str
@@ -280,6 +299,8 @@ class RouterStatus(_ToDict):
     last_fallback: Fallback | None
     embedding: Mapping[str, Any]
     sources: Mapping[str, int]
+    can_answer: bool = True
+    breakers_seen_at: datetime | None = None
 
 
 class Progress(Protocol):

@@ -6,10 +6,11 @@ registered as a plugin, that raises after a number of texts.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import os
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -188,15 +189,32 @@ def test_an_interrupted_swap_and_stale_temp_files_are_recovered(
     db.rename(db.with_name("memory.sqlite.backup-0123"))
     stale = db.with_name("memory.sqlite.tmp-dead")
     stale.write_bytes(b"half-written")
-    os.utime(stale, (time.time() - 7200, time.time() - 7200))
     fresh = db.with_name("memory.sqlite.tmp-live")
     fresh.write_bytes(b"another process is rebuilding")
-    with make(tmp_path, workspace, sync={"on_search": False}) as router:
-        assert router.search("topic5").results[0].path == "memory/note-0005.md"
-    assert db.exists()
-    assert not stale.exists()
-    assert fresh.exists()
+    # While a rebuild holds the index lock, its temporary file is left alone (whatever its age).
+    with _lock_held(db.with_name("memory.sqlite.lock")):
+        with make(tmp_path, workspace, sync={"on_search": False}) as router:
+            assert router.search("topic5").results[0].path == "memory/note-0005.md"
+        assert db.exists()
+        assert stale.exists()
+        assert fresh.exists()
     assert not list(db.parent.glob("*.backup-*"))
+    # Once nobody holds it, the next open removes every leftover, however young.
+    with make(tmp_path, workspace, sync={"on_search": False}) as router:
+        assert router.search("topic5").results
+    assert not stale.exists()
+    assert not fresh.exists()
+
+
+@contextlib.contextmanager
+def _lock_held(path: Path) -> Iterator[None]:
+    """Hold ``path`` the way a rebuilding process does (flock on its own descriptor)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def test_a_rebuild_by_another_process_is_followed(tmp_path: Path, workspace: Path) -> None:

@@ -18,6 +18,7 @@ from ._entries import entries, forget, recall, store
 from ._info import plugins, status
 from ._memory import get, index, search
 from ._migrate import config, migrate
+from ._ops import agents, doctor, reset
 
 __all__ = ["CliState", "CommandError", "build_cli", "report_error"]
 
@@ -31,6 +32,9 @@ BUILTIN_COMMANDS: tuple[click.Command, ...] = (
     entries,
     status,
     plugins,
+    doctor,
+    reset,
+    agents,
     flush,
     context,
     capture,

@@ -10,21 +10,38 @@ import click
 from memory_router import _plugins
 from memory_router._types import BackendStatus, RouterStatus
 
-from ._app import echo_json, state
+from ._app import EXIT_ERROR, CommandError, echo_json, state
+from ._ops import show_agents
 
 
 @click.command()
 @click.option("--deep", is_flag=True, help="Also probe: run a backend check and embed a query.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole status as JSON.")
+@click.option(
+    "--all-agents", is_flag=True, help="List every agent under the state dir (as `agents`)."
+)
 @click.pass_context
-def status(ctx: click.Context, deep: bool, as_json: bool) -> None:
-    """Show backends, breakers, the embedding provider and source counts."""
+def status(ctx: click.Context, deep: bool, as_json: bool, all_agents: bool) -> None:
+    """Show backends, breakers, the embedding provider and source counts.
+
+    Exits 1 when no backend of the chain can answer (``can_answer`` in the JSON).
+    """
+    if all_agents:
+        show_agents(ctx, as_json=as_json)
+        return
     result = state(ctx).router().status(deep=deep)
     if as_json:
         echo_json(result.to_dict())
-        return
-    for line in status_lines(result):
-        click.echo(line)
+    else:
+        for line in status_lines(result):
+            click.echo(line)
+    if not result.can_answer:
+        CommandError(
+            "no backend of the chain can answer",
+            hint="`memory-router doctor` says why and how to fix it"
+            " (`memory-router doctor --fix` repairs what is safe to repair)",
+        ).show()
+        ctx.exit(EXIT_ERROR)
 
 
 def status_lines(result: RouterStatus) -> Iterator[str]:
@@ -40,7 +57,9 @@ def status_lines(result: RouterStatus) -> Iterator[str]:
         f"{name} {b.state}" + (f" ({b.failures} failures)" if b.failures else "")
         for name, b in result.breakers.items()
     )
-    yield f"Breakers: {breakers or 'none'}"
+    seen = result.breakers_seen_at
+    when = f" (recorded {seen.isoformat(timespec='seconds')})" if seen else ""
+    yield f"Breakers: {breakers or 'none'}{when}"
     last = result.last_fallback
     yield (
         f"Last fallback: {last.from_} at {last.at.isoformat(timespec='seconds')}: {last.reason}"

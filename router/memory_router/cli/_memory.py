@@ -10,10 +10,12 @@ import click
 
 from memory_router import _types
 from memory_router._config import load_config
+from memory_router._explain import MEMORY_FILES, below_min_score_line, memory_file_exists
+from memory_router._indexlock import INDEX_WAIT_S
 from memory_router._types import SyncReport
 from memory_router.service import ServiceUnreachable, find_server
 
-from ._app import EXIT_ERROR, CliState, echo_json, read_argument, state
+from ._app import EXIT_ERROR, CliState, CommandError, echo_json, read_argument, state
 from ._explain import print_explained
 
 
@@ -29,18 +31,40 @@ from ._explain import print_explained
         " the one before fails; all when standby is hot)."
     ),
 )
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=INDEX_WAIT_S,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to wait for another process that is indexing the same agent.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the sync reports as JSON.")
 @click.pass_context
-def index(ctx: click.Context, force: bool, backends: tuple[str, ...], as_json: bool) -> None:
-    """Bring the index in line with the workspace's Markdown files."""
+def index(
+    ctx: click.Context, force: bool, backends: tuple[str, ...], wait: float, as_json: bool
+) -> None:
+    """Bring the index in line with the workspace's Markdown files.
+
+    One process indexes an agent at a time: a second one waits for the first (up to
+    --wait seconds), then finds the index up to date instead of building it again.
+    """
     router = state(ctx).router()
     with progress_bar(enabled=not as_json) as progress:
-        reports = router.sync(force=force, backends=backends or None, progress=progress)
+        reports = router.sync(
+            force=force, backends=backends or None, progress=progress, wait_s=wait
+        )
     if as_json:
         echo_json([r.to_dict() for r in reports])
     else:
         for report in reports:
             click.echo(sync_summary(report))
+    if reports and not any(r.added + r.updated + r.unchanged for r in reports if not r.errors):
+        click.echo(
+            f"Warning: no memory files in {router.config.workspace_path}"
+            f" (looked for {MEMORY_FILES}).",
+            err=True,
+        )
     failed = [(r, e) for r in reports for e in r.errors]
     for report, error in failed:
         seconds = report.duration_ms / 1000
@@ -81,7 +105,7 @@ def progress_bar(*, enabled: bool) -> Iterator[_types.Progress]:
 
 
 @click.command()
-@click.argument("query")
+@click.argument("query", nargs=-1, required=True)
 @click.option("-n", "--max-results", type=click.IntRange(min=1), help="At most this many hits.")
 @click.option(
     "--min-score", type=click.FloatRange(0.0, 1.0), help="Drop hits scoring below this (0–1)."
@@ -95,7 +119,7 @@ def progress_bar(*, enabled: bool) -> Iterator[_types.Progress]:
 @click.pass_context
 def search(
     ctx: click.Context,
-    query: str,
+    query: tuple[str, ...],
     max_results: int | None,
     min_score: float | None,
     mode: str | None,
@@ -103,12 +127,12 @@ def search(
     local: bool,
     explain: bool,
 ) -> None:
-    """Search memory for QUERY ('-' reads it from stdin).
+    """Search memory for QUERY: its words, quoted or not ('-' reads it from stdin).
 
     When ``memory-router serve`` runs for this agent and workspace, its warm router
     answers; otherwise (or with ``--local``) this process searches.
     """
-    text = read_argument(query)
+    text = read_argument(" ".join(query))
     options: dict[str, Any] = {"max_results": max_results, "min_score": min_score, "mode": mode}
     if explain:  # the explanation is computed here: a server does not send it
         explain_here(state(ctx), text, options, as_json=as_json)
@@ -149,6 +173,8 @@ def print_response(response: dict[str, Any]) -> None:
     """Hits as ``<score> <path>:<start>-<end>``, the snippet and a blank line; then who answered."""
     if not response["results"]:
         click.echo("No matches.")
+        if response.get("below_min_score"):
+            click.echo(below_min_score_line(response["below_min_score"]))
     for hit in response["results"]:
         click.echo(f"{hit['score']:.3f} {hit['path']}:{hit['start_line']}-{hit['end_line']}")
         click.echo(hit["snippet"].rstrip("\n"))
@@ -181,9 +207,15 @@ def get(
     ctx: click.Context, path: str, from_line: int | None, lines: int | None, as_json: bool
 ) -> None:
     """Print lines of a memory file (workspace-relative PATH, Markdown only)."""
-    text = state(ctx).router().get(path, from_line=from_line, lines=lines)
-    if as_json:
+    router = state(ctx).router()
+    text = router.get(path, from_line=from_line, lines=lines)
+    if as_json:  # agents get OpenClaw's answer for a missing file: {path, text: ""}
         echo_json(text.to_dict())
+    elif not text.text and not memory_file_exists(router.config, path):
+        raise CommandError(
+            f"{path} does not exist in the workspace {router.config.workspace_path}",
+            hint="`memory-router search WORDS` shows the paths that exist",
+        )
     else:
         click.echo(text.text, nl=not text.text.endswith("\n") and bool(text.text))
 
