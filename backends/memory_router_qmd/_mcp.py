@@ -266,9 +266,10 @@ class McpSidecar:
         }
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            child, self._child = self._child, None
+        # Not under ``self._lock``: a start in progress holds it while it waits for the
+        # child's ``initialize`` (up to ``start_timeout``); stopping the child ends that wait.
+        self._closed = True
+        child, self._child = self._child, None
         if child is not None:
             child.stop()
 

@@ -154,3 +154,17 @@ def test_fixed_modes_win_over_chaos(tmp_path: Path) -> None:
     assert (version.returncode, version.stdout.strip()) == (0, "qmd 2.8.3 (fake)")
     assert update.returncode == 139
     assert (fake.parent / "log").read_text().split()[1::3] == ["version", "update"]
+
+
+def test_closing_during_a_hung_sidecar_start_does_not_wait_for_its_start_budget(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # The CLI printed its fallback answer at once but its process lived on for the whole
+    # `initialize` budget: close() queued behind the start that held the sidecar's lock.
+    fake = install_fake(tmp_path / "fake", behaviour="mcp-start=hang")
+    router = chain_router(tmp_path, workspace, fake, use_mcp=True, command_timeout_s=60.0)
+    router.sync(backends=["sqlite"])
+    assert router.search("Lisbon flights").backend == "sqlite"
+    started = time.monotonic()
+    router.close()
+    assert time.monotonic() - started < 30.0  # half the start budget: no wait on it
