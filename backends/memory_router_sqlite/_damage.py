@@ -110,7 +110,18 @@ def diagnose(path: Path, driver: Driver, *, busy_timeout_ms: int) -> str | None:
         return "the index path is not a regular file"
     if info.st_size == 0:
         return None
-    return _header_damage(path, info.st_size) or _content_damage(path, driver, busy_timeout_ms)
+    header = None if _has_wal(path) else _header_damage(path, info.st_size)
+    return header or _content_damage(path, driver, busy_timeout_ms)
+
+
+def _has_wal(path: Path) -> bool:
+    # A crash in the middle of a checkpoint leaves a main file shorter than its header says
+    # while the WAL still holds every committed page: SQLite completes it on open, so only
+    # the content check (through SQLite) may judge such a file.
+    try:
+        return Path(f"{path}-wal").stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _header_damage(path: Path, size: int) -> str | None:

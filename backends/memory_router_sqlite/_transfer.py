@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from memory_router import Category, Chunk, Entry, Staging
+from memory_router import BackendUnavailable, Category, Chunk, Entry, Staging
 
 from ._db import Connection, read_meta, transaction, write_meta
 from ._store import Store, remove_db
@@ -116,6 +116,13 @@ class SqliteStaging(Staging):
             busy_timeout_ms=live.busy_timeout_ms,
             name=live.name,
         )
+        if self.store.damage is not None:
+            self.store.close()
+            raise BackendUnavailable(
+                f"the interrupted migration's copy {path} is damaged ({self.store.damage})",
+                backend=live.name,
+                hint="run the migration again without --resume to start clean",
+            )
 
     def write(self, chunks: Sequence[Chunk]) -> None:
         import_chunks(self.store, chunks, fingerprint=self.fingerprint)
