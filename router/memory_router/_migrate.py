@@ -38,6 +38,7 @@ from ._embedding import Embedder, normalize
 from ._exceptions import InvalidInput, MemoryRouterError, NotFound, Unsupported
 from ._indexfile import IndexFile
 from ._migrate_target import Source, Target, check_distinct, open_source, open_target
+from ._pipeline import prefetch
 from ._types import Chunk, Progress, _ToDict, no_progress
 from ._verify import VerifyReport, verify_backends
 
@@ -332,7 +333,8 @@ class Copier:
         stream = self.src.export_chunks()
         _skip(stream, state)
         self.progress(done=state.done, total=state.total, label="migrating")
-        for batch in _batches(stream, self.batch):
+        # The next batch is read from the source while this one is written.
+        for batch in prefetch(_batches(stream, self.batch), name="migrate-read"):
             self.staging.write(self._convert(batch))
             state = state.advance(len(batch), batch[-1].id)
             save_checkpoint(self.path, state)

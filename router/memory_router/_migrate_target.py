@@ -135,12 +135,14 @@ def _refuse(name: str) -> Unsupported:
 def check_distinct(
     source: str | None, target: str | None, source_path: str | None, target_path: str | None
 ) -> None:
+    """Refuse a migration from a backend (or index file) into itself."""
+    what = "backend" if target else "index file"
     same = source is not None and source == target
     if source_path is not None and target_path is not None:
         same = Path(source_path).expanduser().resolve() == Path(target_path).expanduser().resolve()
     if same:
         raise InvalidInput(
-            f"source and target are the same ({target or target_path})",
+            f"source and target are the same {what} ({target or target_path})",
             key="to",
             hint="name the target with --to or --to-path (the default is the chain's first"
             " backend)",
