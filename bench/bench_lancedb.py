@@ -1,7 +1,8 @@
 """Benchmark the LanceDB backend beside the built-in SQLite backend, in one process.
 
     .venv/bin/python bench/bench_lancedb.py [--sizes 10000,100000] [--queries 100] [--s3]
-    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--ann-index ivf_pq]
+    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--ann-index ivf_pq] \
+        [--nprobes 20,50] [--refine 5,10]
     .venv/bin/python bench/bench_lancedb.py --processes 30 [--s3]
     .venv/bin/python bench/bench_lancedb.py --quick
 
@@ -32,6 +33,7 @@ import numpy as np
 from bench_sqlite import percentiles, queries, write_corpus
 
 from memory_router import Chunk, Router, SearchRequest, testing
+from memory_router_lancedb import _search
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -114,7 +116,7 @@ def build(r: Router, name: str) -> dict[str, Any]:
     return {"sync_s": sync_s, "chunks": report.chunks, "optimize_ms": optimize_ms}
 
 
-def ann(rows: int, count: int, index: str) -> None:
+def ann(rows: int, count: int, index: str, probes: list[int], refines: list[int]) -> None:
     """Import ``rows`` synthetic chunks, build the ANN index, compare with exact search."""
     embedder = testing.HashingEmbedder()
     vocab_rng = np.random.default_rng(5)
@@ -155,39 +157,42 @@ def ann(rows: int, count: int, index: str) -> None:
         backend.optimize()  # builds the ANN index (ann_min_rows = 1) and compacts
         build_s = time.perf_counter() - started
         rng = np.random.default_rng(9)
-        exact_ms, ann_ms, recalls = [], [], []
-        for k in rng.choice(len(texts), size=count, replace=False):
-            words = texts[int(k)].split()
-            vector = embedder.vector(" ".join(rng.choice(words, size=4, replace=False)))
-            search = tables.chunks.search(vector, vector_column_name="vector").distance_type(
-                "cosine"
-            )
+        picks = rng.choice(len(texts), size=count, replace=False)
+        vectors = [
+            embedder.vector(" ".join(rng.choice(texts[int(k)].split(), size=4, replace=False)))
+            for k in picks
+        ]
+        exact_ms, truths = [], []
+        for vector in vectors:
+            search = tables.chunks.search(vector, vector_column_name="vector")
             started = time.perf_counter()
-            truth = search.bypass_vector_index().limit(10).select(["id"]).to_arrow()
+            truth = search.distance_type("cosine").bypass_vector_index().limit(10).select(["id"])
+            truths.append(set(truth.to_arrow().column("id").to_pylist()))
             exact_ms.append((time.perf_counter() - started) * 1000)
-            search = tables.chunks.search(vector, vector_column_name="vector").distance_type(
-                "cosine"
-            )
-            started = time.perf_counter()
-            found = (
-                search.refine_factor(settings_refine(backend)).limit(10).select(["id"]).to_arrow()
-            )
-            ann_ms.append((time.perf_counter() - started) * 1000)
-            a, b = set(truth.column("id").to_pylist()), set(found.column("id").to_pylist())
-            recalls.append(len(a & b) / max(1, len(a)))
+        e50, e95 = percentiles(exact_ms)
+        for nprobes in probes:
+            for refine in refines:
+                ann_ms, recalls = [], []
+                for vector, truth in zip(vectors, truths, strict=True):
+                    started = time.perf_counter()
+                    found = _search.vector_rows(
+                        tables.chunks,
+                        vector,
+                        where=None,
+                        limit=10,
+                        refine_factor=refine,
+                        nprobes=nprobes,
+                    )
+                    ann_ms.append((time.perf_counter() - started) * 1000)
+                    recalls.append(len(truth & set(found)) / max(1, len(truth)))
+                a50, a95 = percentiles(ann_ms)
+                print(
+                    f"| {rows} | {index} | {nprobes} | {refine} | {import_s:.0f} | {build_s:.0f}"
+                    f" | {e50:.1f} / {e95:.1f} | {a50:.1f} / {a95:.1f}"
+                    f" | {float(np.mean(recalls)):.3f} | {os.getloadavg()[0]:.1f} |",
+                    flush=True,
+                )
         r.close()
-    e50, e95 = percentiles(exact_ms)
-    a50, a95 = percentiles(ann_ms)
-    print(
-        f"| {rows} | {index} | {import_s:.0f} | {build_s:.0f} | {e50:.1f} / {e95:.1f}"
-        f" | {a50:.1f} / {a95:.1f} | {float(np.mean(recalls)):.3f} |",
-        flush=True,
-    )
-
-
-def settings_refine(backend: Any) -> int:
-    refine: int = backend.settings.refine_factor
-    return refine
 
 
 def processes(seconds: float, server: S3Server | None) -> None:
@@ -256,7 +261,9 @@ def main() -> None:
         "--s3", action="store_true", help="also measure LanceDB on a loopback moto S3 server"
     )
     parser.add_argument("--ann", type=int, default=0, help="rows for the ANN recall run")
-    parser.add_argument("--ann-index", default="ivf_pq")
+    parser.add_argument("--ann-index", default="ivf_hnsw_sq")
+    parser.add_argument("--nprobes", default="20", help="ANN run: comma-separated nprobes")
+    parser.add_argument("--refine", default="5", help="ANN run: comma-separated refine factors")
     parser.add_argument(
         "--processes", type=float, default=0, help="seconds of the multi-process run"
     )
@@ -277,11 +284,13 @@ def main() -> None:
             return
         if args.ann:
             print(
-                "| rows | index | import s | index build + optimize s | exact p50/p95 ms"
-                " | ANN p50/p95 ms | recall@10 |"
+                "| rows | index | nprobes | refine | import s | index build + optimize s"
+                " | exact p50/p95 ms | ANN p50/p95 ms | recall@10 | load |"
             )
-            print("|---|---|---|---|---|---|---|")
-            ann(args.ann, min(args.queries, 100), args.ann_index)
+            print("|---|---|---|---|---|---|---|---|---|---|")
+            probes = [int(n) for n in args.nprobes.split(",")]
+            refines = [int(n) for n in args.refine.split(",")]
+            ann(args.ann, min(args.queries, 100), args.ann_index, probes, refines)
             return
         print(
             "| chunks | store | sync s | chunks/s | optimize ms | hybrid p50/p95 ms"

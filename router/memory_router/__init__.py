@@ -28,6 +28,7 @@ from ._embedding import (
     sha256_text,
 )
 from ._entries import EntryMatch, ForgetResult, RecallResult, StoreResult, entry_weight
+from ._entry_recall import EntryRequest
 from ._exceptions import (
     BackendError,
     BackendTimeout,
@@ -112,6 +113,7 @@ __all__ = [
     "EmbeddingProvider",
     "Entry",
     "EntryMatch",
+    "EntryRequest",
     "Explain",
     "Fallback",
     "FileText",
