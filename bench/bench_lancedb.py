@@ -1,6 +1,7 @@
 """Benchmark the LanceDB backend beside the built-in SQLite backend, in one process.
 
     .venv/bin/python bench/bench_lancedb.py [--sizes 10000,100000] [--queries 100] [--s3]
+        [--s3-interval 1]
     .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--ann-index ivf_pq] \
         [--nprobes 20,50] [--refine 5,10]
     .venv/bin/python bench/bench_lancedb.py --processes 30 [--s3]
@@ -8,7 +9,8 @@
 
 For each size the same synthetic workspace as ``bench_sqlite.py`` (Zipf words, ~350
 character chunks, the 384-d hashing embedder) is synced into SQLite, LanceDB on a local
-folder and, with ``--s3``, LanceDB on a loopback moto S3 server; then ``optimize()`` is
+folder and, with ``--s3``, LanceDB on a loopback moto S3 server (``read_consistency_interval_s``
+= ``--s3-interval``, 1 s by default as docs/backends.md advises); then ``optimize()`` is
 timed, and every query runs on each backend in turn (interleaved, so machine load hits
 all alike). ``--ann N`` imports N synthetic chunks, builds the ANN index and measures
 vector search p50 and recall@10 against exact search. ``--processes S`` runs 2 writer and
@@ -57,7 +59,7 @@ def request(q: str) -> SearchRequest:
     return SearchRequest(query=q, max_results=6, min_score=0.0, candidates=24)
 
 
-def compare(size: int, count: int, server: S3Server | None) -> None:
+def compare(size: int, count: int, server: S3Server | None, interval: float) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-lance-") as tmp:
         base = Path(tmp)
         workspace = base / "ws"
@@ -71,7 +73,11 @@ def compare(size: int, count: int, server: S3Server | None) -> None:
             uri = f"s3://{BUCKET}/bench/{uuid.uuid4().hex}"
             stores["lancedb s3 (moto)"] = (
                 "lancedb",
-                {"uri": uri, "storage_options": server.options()},
+                {
+                    "uri": uri,
+                    "storage_options": server.options(),
+                    "read_consistency_interval_s": interval,
+                },
             )
         routers = {
             label: router(base / label.replace(" ", "-"), workspace, name, settings)
@@ -166,7 +172,8 @@ def ann(rows: int, count: int, index: str, probes: list[int], refines: list[int]
         for vector in vectors:
             search = tables.chunks.search(vector, vector_column_name="vector")
             started = time.perf_counter()
-            truth = search.distance_type("cosine").bypass_vector_index().limit(10).select(["id"])
+            exact = search.distance_type("cosine").bypass_vector_index().limit(10)
+            truth = exact.select(["id", "_distance"])
             truths.append(set(truth.to_arrow().column("id").to_pylist()))
             exact_ms.append((time.perf_counter() - started) * 1000)
         e50, e95 = percentiles(exact_ms)
@@ -260,6 +267,12 @@ def main() -> None:
     parser.add_argument(
         "--s3", action="store_true", help="also measure LanceDB on a loopback moto S3 server"
     )
+    parser.add_argument(
+        "--s3-interval",
+        type=float,
+        default=1.0,
+        help="read_consistency_interval_s of the S3 store (0 = check before every read)",
+    )
     parser.add_argument("--ann", type=int, default=0, help="rows for the ANN recall run")
     parser.add_argument("--ann-index", default="ivf_hnsw_sq")
     parser.add_argument("--nprobes", default="20", help="ANN run: comma-separated nprobes")
@@ -298,7 +311,7 @@ def main() -> None:
         )
         print("|---|---|---|---|---|---|---|")
         for size in (int(s) for s in args.sizes.split(",")):
-            compare(size, args.queries, server)
+            compare(size, args.queries, server, args.s3_interval)
     finally:
         if server is not None:
             server.stop()
