@@ -9,22 +9,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._exceptions import ConfigError, Unsupported
+from ._progress_types import Progress, no_progress
 from ._settings import parse_settings
-from ._types import (
-    BackendResult,
-    BackendStatus,
-    Chunk,
-    Progress,
-    SearchRequest,
-    SyncReport,
-    no_progress,
-)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # plugins import this module at start-up: keep it light
     from ._config import Config
     from ._embedding import Embedder
     from ._entries import EntryMatch
     from ._entry_recall import EntryRequest
+    from ._types import BackendResult, BackendStatus, Chunk, SearchRequest, SyncReport
     from ._workspace import Snapshot
 
 

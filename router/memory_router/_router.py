@@ -9,11 +9,11 @@ import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from . import _entries, _files, _filters, _journal, _migrate, _plugins, _ranking
+from . import _entries, _files, _filters, _journal, _plugins, _ranking
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
 from ._breaker import CircuitBreaker, CircuitOpen
 from ._calls import call_with_deadline, contained, fail_closed, positive_int, unit_float
@@ -34,7 +34,6 @@ from ._explain import check_mode, check_workspace, with_below_min_score
 from ._health import HealthFile, seen_breakers
 from ._indexlock import INDEX_WAIT_S, index_lock
 from ._ledger import SyncLedger
-from ._migrate import MigrationReport
 from ._reconcile import Reconciler
 from ._setup import EmbeddingSetup
 from ._status import source_counts
@@ -54,6 +53,9 @@ from ._types import (
     no_progress,
 )
 from ._workspace import Snapshot, scrub, take_snapshot
+
+if TYPE_CHECKING:
+    from ._migrate import MigrationReport
 
 
 class Router:
@@ -461,6 +463,8 @@ class Router:
         ``copy = False`` only verifies. See :mod:`memory_router._migrate`.
         """
         self._check_open()
+        from . import _migrate  # only `migrate` uses it (and its verification)
+
         path = os.fspath(source_path) if source_path is not None else None
         return _migrate.migrate(
             self,
