@@ -189,8 +189,13 @@ print(json.dumps({"heavy": [m for m in json.loads(sys.argv[2]) if m in sys.modul
                   "out": out.getvalue()}))
 """
     heavy = [m for m in HEAVY if m not in ("memory_router_sqlite._backend", "sqlite_vec")]
-    # Nor HTTP (no server runs), migration or another command's module.
-    heavy += ["http.client", "memory_router._migrate", "memory_router.cli._bench"]
+    # Nor HTTP (no server runs), migration, redaction (no transcripts) or another command.
+    heavy += [
+        "http.client",
+        "memory_router._migrate",
+        "memory_router._redact",
+        "memory_router.cli._bench",
+    ]
     found = json.loads(run_python(code, str(config), json.dumps(heavy)))
     assert "MEMORY.md" in found["out"]
     assert found["heavy"] == []
