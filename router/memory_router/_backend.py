@@ -129,9 +129,16 @@ class Staging(ABC):
     migration may write again the last batch it wrote before the kill.
     """
 
+    batch_size: int = 1000
+    """Chunks per :meth:`write` this copy handles best (large appends for a columnar
+    store); a migration writes batches of this size unless given one."""
+
     @abstractmethod
     def write(self, chunks: Sequence[Chunk]) -> None:
-        """Add ``chunks`` (with embeddings), replacing any with the same id; durable on return."""
+        """Add ``chunks`` (with embeddings), replacing any with the same id.
+
+        On return the batch survives a kill of the process; a machine crash may lose the
+        copy's last writes (it is no live index), which :meth:`count` then shows."""
 
     @abstractmethod
     def count(self) -> int:

@@ -85,6 +85,7 @@ class Router:
         self._reconciler = Reconciler(config, self._ledger, self.backend, self._sync_job)
         self.last_fallback: Fallback | None = None
         self._health = HealthFile(config.agent_state_path)
+        self._health.restore(self._breakers, config.router.breaker.cooldown_s)
         self._closed = False
         self._book = EntryBook(config, lambda: self.embedder)
         self._remember_lock = threading.Lock()
@@ -445,14 +446,15 @@ class Router:
         verify: int | None = None,
         queries: Sequence[str] = (),
         copy: bool = True,
-        batch_size: int = 1000,
+        batch_size: int | None = None,
         progress: Progress = no_progress,
     ) -> MigrationReport:
         """Copy the index of backend ``source`` (or the index file ``source_path``) into
         backend ``target``, reusing vectors when the fingerprints match; built beside the
         live index and switched over when complete. ``resume`` continues a killed run;
         ``verify`` runs that many corpus queries (plus ``queries``) on both sides;
-        ``copy = False`` only verifies. See :mod:`memory_router._migrate`.
+        ``copy = False`` only verifies; ``batch_size`` (chunks per write and checkpoint)
+        defaults to what the target writes best. See :mod:`memory_router._migrate`.
         """
         self._check_open()
         from . import _migrate  # only `migrate` uses it (and its verification)
