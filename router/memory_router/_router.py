@@ -87,6 +87,7 @@ class Router:
         self._reconciler = Reconciler(config, self._ledger, self.backend, self._sync_job)
         self.last_fallback: Fallback | None = None
         self._health = HealthFile(config.agent_state_path)
+        self._health.restore(self._breakers, config.router.breaker.cooldown_s)
         self._closed = False
         self._book = EntryBook(config, lambda: self.embedder)
         self._remember_lock = threading.Lock()
