@@ -53,7 +53,13 @@ from ._fusion import (
     weighted_fusion,
     zscore_fusion,
 )
-from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
+from ._keywords import (
+    bm25_to_score,
+    build_match_query,
+    build_or_query,
+    extract_keywords,
+    query_keywords,
+)
 from ._lazy import lazy_exports
 from ._pipeline import prefetch
 from ._plugins import get_plugin_manager
@@ -166,6 +172,7 @@ __all__ = [
     "parse_settings",
     "prefetch",
     "provider_key",
+    "query_keywords",
     "recall_block",
     "rrf_fusion",
     "sha256_text",
