@@ -24,12 +24,19 @@ from typing import Any
 from memory_router import load_config
 from memory_router._bench import Variant, VariantReport, run_variant
 from memory_router._bench_data import BenchSet, load_beir, load_locomo
-from memory_router._config import apply_overrides
 
 LOCOMO = Path(
     os.environ.get("MEMORY_ROUTER_LOCOMO")
     or Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo10.json"
 )
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        nested = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = _merge(out[key], value) if nested else value
+    return out
 
 
 def _hyb(**query: Any) -> dict[str, Any]:
@@ -40,6 +47,10 @@ SETS: dict[str, list[tuple[str, str, dict[str, Any]]]] = {
     "default": [("keyword", "keyword", {}), ("hybrid", "hybrid", {})],
     "keyword": [("keyword", "keyword", {})],
     "hybrid": [("hybrid", "hybrid", {})],
+    "chunks-keyword": [
+        (f"keyword {t}/{o}", "keyword", {"chunking": {"tokens": t, "overlap": o}})
+        for t, o in ((200, 40), (200, 60), (200, 80), (160, 60))
+    ],
     "snippet": [
         (f"keyword snippet {c}", "keyword", {"query": {"max_snippet_chars": c}})
         for c in (300, 400, 500, 700)
@@ -56,7 +67,7 @@ SETS: dict[str, list[tuple[str, str, dict[str, Any]]]] = {
     ],
     "chunks": [
         (f"{mode} {t}/{o}", mode, {"chunking": {"tokens": t, "overlap": o}})
-        for t, o in ((250, 50), (300, 60))
+        for t, o in ((200, 60), (200, 80), (250, 50), (300, 60))
         for mode in ("keyword", "hybrid")
     ],
 }
@@ -98,14 +109,13 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="append results to this file")
     args = parser.parse_args()
     wanted = set(args.parts.split(","))
-    base = load_config(None, overrides={"embedding": {"provider": args.provider}})
-    base = apply_overrides(base, args.override)
+    base = _merge({"embedding": {"provider": args.provider}}, args.override)
     out: list[dict[str, Any]] = []
     for part, dataset in _parts(args.data_beir):
         if part not in wanted:
             continue
         for label, mode, overrides in SETS[args.set]:
-            config = apply_overrides(base, overrides)
+            config = load_config(None, overrides=_merge(base, overrides))
             with tempfile.TemporaryDirectory(prefix="memory-router-sweep-") as tmp:
                 report = run_variant(
                     dataset,

@@ -47,7 +47,14 @@ def term_weights(terms: list[frozenset[str]]) -> dict[str, float]:
 
 
 def best_window(text: str, query: str, max_chars: int) -> str:
-    """``text`` if it fits; else the window of whole lines with the most telling query terms.
+    """``text`` if it fits; else the window of whole lines with the most telling query terms
+    (see :func:`window`)."""
+    return window(text, query, max_chars)[1]
+
+
+def window(text: str, query: str, max_chars: int) -> tuple[int, str]:
+    """``(index of the first line shown, snippet)``: ``text`` if it fits; else the window of
+    whole lines with the most telling query terms.
 
     The window starts at a line with a query term and grows over the following lines
     while it fits; windows are compared by the summed :func:`term_weights` of the distinct
@@ -55,7 +62,7 @@ def best_window(text: str, query: str, max_chars: int) -> str:
     long, the head of the best line onward is cut at ``max_chars``.
     """
     if len(text) <= max_chars:
-        return text
+        return 0, text
     lines = text.split("\n")
     terms = line_terms(lines, query)
     weights = term_weights(terms)
@@ -73,4 +80,4 @@ def best_window(text: str, query: str, max_chars: int) -> str:
         value = sum(weights[t] for t in seen)
         if value > best_value + 1e-9:
             best_start, best_value = start, value
-    return "\n".join(lines[best_start:])[:max_chars]
+    return best_start, "\n".join(lines[best_start:])[:max_chars]
