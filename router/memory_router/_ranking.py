@@ -1,7 +1,8 @@
 """Shared result shaping, applied to every backend's candidates (ref §1.7–1.12).
 
 Order: temporal decay and entry weight → sort → MMR → min score (on the score before
-decay and weight, with keyword relaxation) → max results → snippet cap → citations →
+decay and weight, with keyword relaxation) → max results → lines a better hit showed
+trimmed (:mod:`memory_router._overlaps`) → snippet window → citations →
 injection budget. Decay and weight reorder; they never empty an answer.
 """
 
