@@ -112,6 +112,7 @@ def after_sync(store: LanceStore, tables: Tables, *, written: int, rebuilt: bool
 
     def run() -> None:
         ensure_fts(tables.chunks)
+        ensure_fts(tables.entries)  # for searches filtered by category
         if _due(store, written, rebuilt=rebuilt):
             optimize(store, tables)
 

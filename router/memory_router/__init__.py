@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         sha256_text,
     )
     from ._entries import EntryMatch, ForgetResult, RecallResult, StoreResult, entry_weight
+    from ._entry_recall import EntryRequest
     from ._exceptions import (
         BackendError,
         BackendTimeout,
@@ -122,6 +123,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "sha256_text",
     ),
     "._entries": ("EntryMatch", "ForgetResult", "RecallResult", "StoreResult", "entry_weight"),
+    "._entry_recall": ("EntryRequest",),
     "._exceptions": (
         "BackendError",
         "BackendTimeout",
@@ -210,6 +212,7 @@ __all__ = [
     "EmbeddingProvider",
     "Entry",
     "EntryMatch",
+    "EntryRequest",
     "Explain",
     "Fallback",
     "FileText",

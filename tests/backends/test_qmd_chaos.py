@@ -17,6 +17,7 @@ import pytest
 
 from memory_router import Router, load_config
 from qmd_fakes.helpers import install_fake, set_chaos
+from qmd_fakes.processes import alive
 
 MODES = ["crash", "die-mid-answer", "hang", "garbage", "slow:30"]
 # Every mode on an MCP request; the quick ones on a CLI query; start faults that hang or lie.
@@ -168,3 +169,25 @@ def test_closing_during_a_hung_sidecar_start_does_not_wait_for_its_start_budget(
     started = time.monotonic()
     router.close()
     assert time.monotonic() - started < 30.0  # half the start budget: no wait on it
+
+
+def test_closing_with_a_query_the_sidecar_never_answered_kills_it_at_once(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # The router gave up on the hung query at its deadline; the child still owes the
+    # answer and ignores SIGTERM. Closing used to wait for stdin EOF (2 s) and then the
+    # whole ``kill_grace_s`` (here 60 s) before its SIGKILL: the CLI lingered after its
+    # fallback answer.
+    fake = install_fake(tmp_path / "fake", behaviour="mcp-request=hang")
+    router = chain_router(
+        tmp_path, workspace, fake, use_mcp=True, search_timeout_s=60.0, kill_grace_s=60.0
+    )
+    router.sync(backends=["sqlite"])
+    answer = router.search("Lisbon flights")
+    assert answer.backend == "sqlite"
+    assert "no answer within" in answer.attempts[0].reason
+    hung = int((fake.parent / "mcp-request.pid").read_text())
+    started = time.monotonic()
+    router.close()
+    assert time.monotonic() - started < 30.0  # half the kill grace: not waited for
+    assert not alive(hung)

@@ -30,6 +30,7 @@ EXPECTED = [
     "EmbeddingProvider",
     "Entry",
     "EntryMatch",
+    "EntryRequest",
     "Explain",
     "Fallback",
     "FileText",
