@@ -315,7 +315,7 @@ class Router:
             query=text,
             max_results=limit,
             min_score=threshold,
-            candidates=min(200, max(1, limit * q.hybrid.candidate_multiplier)),
+            candidates=q.hybrid.candidates(limit),
             mode=mode,
             timeout=self.config.router.timeout_s,
             sources=chosen[0],
