@@ -2,10 +2,16 @@
 
 A chunk longer than ``max_snippet_chars`` used to be cut at its head, so an answer in its
 second half was never shown to the agent. :func:`best_window` picks the run of whole lines
-that fits the budget and holds the most distinct query keywords (ties: the earliest).
+that fits the budget and holds the most distinct query keywords (ties: the earliest);
+:func:`best_lines` gives the same run as line numbers, for a backend that cites lines of
+a whole document. Keywords may be weighted (e.g. by rarity): a keyword's stem then
+counts its weight instead of 1.
 """
 
 from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping, Sequence
 
 from ._keywords import extract_keywords
 
@@ -15,20 +21,84 @@ def _stem(word: str) -> str:
     return word[: max(4, len(word) - 3)] if len(word) > 4 else word
 
 
-def line_terms(lines: list[str], query: str) -> list[frozenset[str]]:
+def _stem_weights(query: str, weights: Mapping[str, float] | None) -> dict[str, float]:
+    """Each keyword stem of ``query`` and its weight (the largest of its keywords'; 1 by
+    default, and for a keyword ``weights`` does not name)."""
+    out: dict[str, float] = {}
+    for keyword in extract_keywords(query):
+        weight = 1.0 if weights is None else max(0.0, weights.get(keyword, 1.0))
+        stem = _stem(keyword)
+        out[stem] = max(out.get(stem, 0.0), weight)
+    return out
+
+
+def line_terms(lines: Sequence[str], query: str) -> list[frozenset[str]]:
     """For each line, the query's keyword stems it contains."""
-    stems = {_stem(k) for k in extract_keywords(query)}
-    return [frozenset(s for s in stems if s in line.lower()) for line in lines]
+    return _terms(lines, _stem_weights(query, None))
 
 
-def keyword_coverage(query: str, text: str) -> float:
+def _terms(lines: Sequence[str], stems: Iterable[str]) -> list[frozenset[str]]:
+    """For each line, which of ``stems`` it contains: each stem's occurrences are found
+    in the whole text and mapped to lines (a long document is one pass per stem)."""
+    lowered = [line.lower() for line in lines]  # lowering may change a line's length
+    starts, offset = [], 0
+    for line in lowered:
+        starts.append(offset)
+        offset += len(line) + 1
+    text = "\n".join(lowered)
+    found: list[set[str]] = [set() for _ in lines]
+    for stem in stems:
+        at = text.find(stem) if stem else -1
+        while at >= 0:
+            found[bisect.bisect_right(starts, at) - 1].add(stem)
+            at = text.find(stem, at + 1)
+    return [frozenset(f) for f in found]
+
+
+def keyword_coverage(query: str, text: str, weights: Mapping[str, float] | None = None) -> float:
     """The share of ``query``'s keywords (crudely stemmed) that occur in ``text``; 1 when
-    the query has no keywords."""
-    stems = {_stem(k) for k in extract_keywords(query)}
-    if not stems:
+    the query has no keywords.
+
+    With ``weights`` (keyword → weight, as :func:`extract_keywords` spells it) the share
+    is of the total weight, so a rare keyword counts more than a common one.
+    """
+    stems = _stem_weights(query, weights)
+    total = sum(stems.values())
+    if not stems or total <= 0:
         return 1.0
     lowered = text.lower()
-    return sum(1 for s in stems if s in lowered) / len(stems)
+    return sum(w for s, w in stems.items() if s in lowered) / total
+
+
+def best_lines(
+    lines: Sequence[str],
+    query: str,
+    max_chars: int,
+    weights: Mapping[str, float] | None = None,
+) -> tuple[int, int]:
+    """``(start, end)``, 0-based and end-exclusive: the run of whole lines that fits
+    ``max_chars`` (at least one line) with the most distinct query keywords.
+
+    The run starts at a line with a query term and grows over the following lines while
+    it fits; ties go to the earliest run, and with no matching line it is the head.
+    ``weights`` as in :func:`keyword_coverage`.
+    """
+    stems = _stem_weights(query, weights)
+    terms = _terms(lines, stems)
+    best, best_value = (0, min(1, len(lines))), -1.0
+    for start in range(len(lines)):
+        if not terms[start] and start:
+            continue
+        seen: set[str] = set()
+        size, end = -1, start
+        while end < len(lines) and (end == start or size + len(lines[end]) + 1 <= max_chars):
+            size += len(lines[end]) + 1
+            seen |= terms[end]
+            end += 1
+        value = sum(stems[s] for s in seen)
+        if value > best_value:
+            best, best_value = (start, end), value
+    return best
 
 
 def best_window(text: str, query: str, max_chars: int) -> str:
@@ -41,18 +111,5 @@ def best_window(text: str, query: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     lines = text.split("\n")
-    terms = line_terms(lines, query)
-    best_start, best_count = 0, -1
-    for start in range(len(lines)):
-        if not terms[start] and start:
-            continue
-        seen: set[str] = set()
-        size = -1
-        for index in range(start, len(lines)):
-            size += len(lines[index]) + 1
-            if size > max_chars and index > start:
-                break
-            seen |= terms[index]
-        if len(seen) > best_count:
-            best_start, best_count = start, len(seen)
-    return "\n".join(lines[best_start:])[:max_chars]
+    start, _ = best_lines(lines, query, max_chars)
+    return "\n".join(lines[start:])[:max_chars]

@@ -63,6 +63,7 @@ EXPECTED = [
     "Unsupported",
     "VectorScale",
     "__version__",
+    "best_lines",
     "bm25_to_score",
     "build_match_query",
     "build_or_query",

@@ -1,0 +1,74 @@
+"""Which lines of a QMD hit to cite, and how well they answer the query.
+
+QMD returns whole documents; in keyword mode each keyword is its own ``lex`` sub-query
+and QMD takes the snippet from the chunk matching its *first* keyword, so the cited lines
+often missed the answer. Here the document is read back from the collection folder and
+the cited lines become the run of whole lines, within ``max_snippet_chars``, that holds
+the most query keywords (:func:`memory_router.best_lines`), each keyword weighted by its
+rarity in the index. A document that cannot be read any more (deleted, unreadable, not
+UTF-8, huge) keeps QMD's own lines and snippet; so does one in which no keyword occurs
+now (edited since QMD indexed it, or found by meaning in ``vsearch``/``query`` mode).
+
+``coverage`` is the weighted share of the query's keywords inside the cited lines (0–1),
+what the ``search`` mode's score is built from (see :mod:`._results`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+
+from memory_router import best_lines, keyword_coverage
+
+from ._results import RawHit
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+
+
+def recite(
+    hit: RawHit,
+    folder: Path | None,
+    query: str,
+    *,
+    max_chars: int,
+    weights: Mapping[str, float] | None = None,
+) -> RawHit:
+    """``hit`` with the best lines of its document cited and ``coverage`` set.
+
+    ``folder`` is the collection's folder (``None``: keep QMD's lines).
+    """
+    text = _read(folder / hit.relpath) if folder is not None else None
+    if text is not None:
+        lines = text.split("\n")
+        start, end = _trim(lines, *best_lines(lines, query, max_chars, weights))
+        window = "\n".join(lines[start:end])
+        coverage = keyword_coverage(query, window, weights)
+        if coverage > 0:
+            return dataclasses.replace(
+                hit,
+                start_line=start + 1,
+                end_line=max(start + 1, end),
+                snippet=window,
+                coverage=coverage,
+            )
+    return dataclasses.replace(hit, coverage=keyword_coverage(query, hit.snippet, weights))
+
+
+def _trim(lines: list[str], start: int, end: int) -> tuple[int, int]:
+    """``start``/``end`` without the blank lines at either edge (at least one line)."""
+    while end - start > 1 and not lines[end - 1].strip():
+        end -= 1
+    while end - start > 1 and not lines[start].strip():
+        start += 1
+    return start, end
+
+
+def _read(path: Path) -> str | None:
+    """The file's text, or ``None`` when it is gone, unreadable, too big or not UTF-8."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None

@@ -1,0 +1,63 @@
+"""Citing a QMD hit's best lines from the document itself (no QMD process needed)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from memory_router_qmd._cite import recite
+from memory_router_qmd._results import RawHit, hit_score
+
+DOC = "# Trip\n\nWe talked about the weather.\nDinner was fish.\n" + "filler line\n" * 40
+DOC += "Booked flights to Lisbon.\nThe hotel is in Alfama.\n\n"
+
+
+def qmd_hit(snippet: str = "We talked about the weather.") -> RawHit:
+    """What QMD answers: the snippet around its first keyword's match (lines 3-3)."""
+    return RawHit(
+        collection="c", relpath="trip.md", start_line=3, end_line=3, snippet=snippet, score=1.0
+    )
+
+
+def test_the_lines_with_the_most_query_terms_are_cited(tmp_path: Path) -> None:
+    (tmp_path / "trip.md").write_text(DOC, encoding="utf-8")
+    hit = recite(qmd_hit(), tmp_path, "weather flights hotel", max_chars=200)
+    assert (hit.start_line, hit.end_line) == (45, 46)  # trailing blank lines trimmed
+    assert hit.snippet == "Booked flights to Lisbon.\nThe hotel is in Alfama."
+    assert hit.coverage == 2 / 3
+
+
+def test_rare_keywords_weigh_more(tmp_path: Path) -> None:
+    (tmp_path / "trip.md").write_text(DOC, encoding="utf-8")
+    weights = {"weather": 4.0, "flights": 1.0, "hotel": 1.0}
+    hit = recite(qmd_hit(), tmp_path, "weather flights hotel", max_chars=200, weights=weights)
+    assert hit.start_line == 1  # the head window holds "weather"
+    assert hit.coverage == 4 / 6
+
+
+def test_a_file_gone_or_unreadable_keeps_qmds_lines(tmp_path: Path) -> None:
+    gone = recite(qmd_hit(), tmp_path, "weather flights", max_chars=200)
+    (tmp_path / "trip.md").write_bytes(b"\xff\xfe weather \x00")
+    binary = recite(qmd_hit(), tmp_path, "weather flights", max_chars=200)
+    kept = recite(qmd_hit(), None, "weather flights", max_chars=200)
+    for hit in (gone, binary, kept):
+        assert (hit.start_line, hit.end_line, hit.snippet) == (3, 3, qmd_hit().snippet)
+        assert hit.coverage == 0.5  # measured on QMD's own snippet
+
+
+def test_a_file_edited_since_indexing_is_cited_as_it_is_now(tmp_path: Path) -> None:
+    (tmp_path / "trip.md").write_text("# Trip\n\nNew notes.\nThe hotel burned down.\n")
+    now = recite(qmd_hit(), tmp_path, "hotel", max_chars=200)
+    assert (now.start_line, now.end_line) == (1, 4)
+    (tmp_path / "trip.md").write_text("# Trip\n\nnothing left\n", encoding="utf-8")
+    stale = recite(qmd_hit("The hotel is in Alfama."), tmp_path, "hotel", max_chars=200)
+    assert (stale.start_line, stale.snippet) == (3, "The hotel is in Alfama.")
+
+
+def test_search_scores_are_coverage_with_a_rank_tiebreak() -> None:
+    hit = qmd_hit()
+    assert hit_score(replace(hit, coverage=1.0), 1, "coverage") == 1.0
+    assert hit_score(replace(hit, coverage=1.0), 30, "coverage") > 0.85
+    assert hit_score(replace(hit, coverage=0.25), 1, "coverage") == 0.25
+    assert hit_score(hit, 2, "rank") == 1 / 1.1
+    assert hit_score(replace(hit, score=3.0), 5, "qmd") == 1.0
