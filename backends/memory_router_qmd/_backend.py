@@ -32,7 +32,7 @@ from memory_router import (
 )
 
 from . import _queries
-from ._cite import recite
+from ._cite import RUNS_PER_DOCUMENT, recite
 from ._collections import Collection, declared_names, ensure_config, managed_collections
 from ._export import export_sessions, load_line_maps, purge_old_redaction
 from ._index import keyword_weights, read_stats
@@ -156,16 +156,13 @@ class QmdBackend(Backend):
         """Cite each document's lines with the most (rarity-weighted) query keywords."""
         weights = keyword_weights(self.runner.index_path, extract_keywords(query))
         max_chars = self.context.config.query.max_snippet_chars
-        return [
-            recite(
-                hit,
-                collections[hit.collection].path if hit.collection in collections else None,
-                query,
-                max_chars=max_chars,
-                weights=weights,
+        cited = []
+        for hit in raw:
+            folder = collections[hit.collection].path if hit.collection in collections else None
+            cited += recite(
+                hit, folder, query, max_chars=max_chars, weights=weights, runs=RUNS_PER_DOCUMENT
             )
-            for hit in raw
-        ]
+        return cited
 
     def effective_mode(self, wanted: str) -> tuple[str, tuple[str, ...]]:
         """The mode that will run for ``wanted``, and notes on any degradation."""

@@ -19,11 +19,14 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from memory_router import best_lines, keyword_coverage
+from memory_router import best_runs, keyword_coverage
 
 from ._results import RawHit
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
+RUNS_PER_DOCUMENT = 3
+"""Runs of lines cited per document, each its own hit (QMD answers whole documents; the
+built-in backend answers chunks, several per file)."""
 
 
 def recite(
@@ -33,26 +36,34 @@ def recite(
     *,
     max_chars: int,
     weights: Mapping[str, float] | None = None,
-) -> RawHit:
-    """``hit`` with the best lines of its document cited and ``coverage`` set.
+    runs: int = 1,
+) -> list[RawHit]:
+    """``hit`` as up to ``runs`` hits, one per cited run of lines, best first, with
+    ``coverage`` set (one hit on QMD's own lines when the document cannot be used).
 
     ``folder`` is the collection's folder (``None``: keep QMD's lines).
     """
     text = _read(folder / hit.relpath) if folder is not None else None
+    cited = []
     if text is not None:
         lines = text.split("\n")
-        start, end = _trim(lines, *best_lines(lines, query, max_chars, weights))
-        window = "\n".join(lines[start:end])
-        coverage = keyword_coverage(query, window, weights)
-        if coverage > 0:
-            return dataclasses.replace(
-                hit,
-                start_line=start + 1,
-                end_line=max(start + 1, end),
-                snippet=window,
-                coverage=coverage,
-            )
-    return dataclasses.replace(hit, coverage=keyword_coverage(query, hit.snippet, weights))
+        for run in best_runs(lines, query, max_chars, weights, count=runs):
+            start, end = _trim(lines, *run)
+            window = "\n".join(lines[start:end])
+            coverage = keyword_coverage(query, window, weights)
+            if coverage > 0:
+                cited.append(
+                    dataclasses.replace(
+                        hit,
+                        start_line=start + 1,
+                        end_line=max(start + 1, end),
+                        snippet=window,
+                        coverage=coverage,
+                    )
+                )
+    return cited or [
+        dataclasses.replace(hit, coverage=keyword_coverage(query, hit.snippet, weights))
+    ]
 
 
 def _trim(lines: list[str], start: int, end: int) -> tuple[int, int]:

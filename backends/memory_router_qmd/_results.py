@@ -9,9 +9,10 @@ exports map to content line numbers of the transcript (export line minus the hea
 Scores are normalised per mode. In ``search`` mode (keyword sub-queries, no reranker)
 QMD's own score is a fused rank position (``1/rank``), which says nothing about relevance
 across queries; the score is the *coverage* of the cited lines (:mod:`._cite`: the share
-of the query's keywords they hold, each weighted by its rarity, 0–1) times a gentle rank
-factor that only breaks ties: ``coverage × (0.9 + 0.1 × rank_factor)`` with
-``rank_factor = 1 / (1 + (rank-1)/10)`` (rank 1 → 1.0, rank 10 → 0.53). So
+of the query's keywords they hold, each weighted by its rarity, 0–1) times a factor for
+QMD's fused rank of the document: ``coverage × (0.5 + 0.5 × rank_factor)`` with
+``rank_factor = 1 / (1 + (rank-1)/10)`` (rank 1 → 1.0, rank 10 → 0.76, rank 30 → 0.63;
+measured against a rank share of 0.1 on LoCoMo (equal) and pydocs (better)). So
 ``min_score`` means "at least this share of the query is in the lines shown": a hit that
 holds only a stray common word of a nonsense query falls under the default 0.35, a hit
 holding the rare words is kept; when nothing reaches ``min_score``, hits at 0.3 or more
@@ -112,8 +113,8 @@ def rank_score(rank: int) -> float:
     return 1.0 / (1.0 + (rank - 1) / 10.0)
 
 
-RANK_SHARE = 0.1
-"""How much of a ``search`` score the rank may take away (ties between equal coverage)."""
+RANK_SHARE = 0.5
+"""How much of a ``search`` score QMD's rank may take away (half, at the deepest ranks)."""
 RELAXED_COVERAGE = 0.3
 """When no hit reaches ``min_score``, ``search`` hits scoring this much are kept (about a
 third of the query shown), so a real match is not lost to a strict threshold."""
@@ -148,7 +149,10 @@ def to_hits(
     session export's lines to its transcript's JSONL lines.
     """
     hits = []
-    for rank, item in enumerate(_known(raw, collections), start=1):
+    rank, document = 0, ("", "")
+    for item in _known(raw, collections):
+        if (item.collection, item.relpath) != document:  # a document's runs share its rank
+            rank, document = rank + 1, (item.collection, item.relpath)
         collection = collections[item.collection]
         start, end = item.start_line, item.end_line
         if collection.source == "sessions":

@@ -60,7 +60,7 @@ from ._plugins import get_plugin_manager
 from ._providers import ProviderContext, ProviderSpec
 from ._router import Router
 from ._settings import Secret, parse_settings
-from ._snippets import best_lines, keyword_coverage
+from ._snippets import best_lines, best_runs, keyword_coverage
 from ._types import (
     CATEGORIES,
     BackendResult,
@@ -146,6 +146,7 @@ __all__ = [
     "VectorScale",
     "__version__",
     "best_lines",
+    "best_runs",
     "bm25_to_score",
     "build_match_query",
     "build_or_query",

@@ -4,8 +4,8 @@ A chunk longer than ``max_snippet_chars`` used to be cut at its head, so an answ
 second half was never shown to the agent. :func:`best_window` picks the run of whole lines
 that fits the budget and holds the most distinct query keywords (ties: the earliest);
 :func:`best_lines` gives the same run as line numbers, for a backend that cites lines of
-a whole document. Keywords may be weighted (e.g. by rarity): a keyword's stem then
-counts its weight instead of 1.
+a whole document, and :func:`best_runs` the next best runs too. Keywords may be weighted
+(e.g. by rarity): a keyword's stem then counts its weight instead of 1.
 """
 
 from __future__ import annotations
@@ -46,13 +46,16 @@ def _terms(lines: Sequence[str], stems: Iterable[str]) -> list[frozenset[str]]:
         starts.append(offset)
         offset += len(line) + 1
     text = "\n".join(lowered)
-    found: list[set[str]] = [set() for _ in lines]
+    found: dict[int, set[str]] = {}
     for stem in stems:
         at = text.find(stem) if stem else -1
         while at >= 0:
-            found[bisect.bisect_right(starts, at) - 1].add(stem)
+            found.setdefault(bisect.bisect_right(starts, at) - 1, set()).add(stem)
             at = text.find(stem, at + 1)
-    return [frozenset(f) for f in found]
+    out = [frozenset[str]()] * len(lines)
+    for index, hits in found.items():
+        out[index] = frozenset(hits)
+    return out
 
 
 def keyword_coverage(query: str, text: str, weights: Mapping[str, float] | None = None) -> float:
@@ -83,22 +86,53 @@ def best_lines(
     it fits; ties go to the earliest run, and with no matching line it is the head.
     ``weights`` as in :func:`keyword_coverage`.
     """
+    runs = best_runs(lines, query, max_chars, weights)
+    return runs[0] if runs else (0, 0)
+
+
+def best_runs(
+    lines: Sequence[str],
+    query: str,
+    max_chars: int,
+    weights: Mapping[str, float] | None = None,
+    *,
+    count: int = 1,
+) -> list[tuple[int, int]]:
+    """Up to ``count`` runs that do not overlap, best first: the first is
+    :func:`best_lines`'s, each next one the best of the lines left that holds a keyword."""
     stems = _stem_weights(query, weights)
     terms = _terms(lines, stems)
-    best, best_value = (0, min(1, len(lines))), -1.0
+    runs: list[tuple[int, int]] = []
+    while len(runs) < count:
+        run, value = _best_run(lines, terms, stems, max_chars, runs)
+        if run is None or (runs and value <= 0):
+            break
+        runs.append(run)
+    return runs
+
+
+def _best_run(
+    lines: Sequence[str],
+    terms: Sequence[frozenset[str]],
+    stems: Mapping[str, float],
+    max_chars: int,
+    taken: Sequence[tuple[int, int]],
+) -> tuple[tuple[int, int] | None, float]:
+    best, best_value = None, -1.0
     for start in range(len(lines)):
-        if not terms[start] and start:
+        if (start and not terms[start]) or any(a <= start < b for a, b in taken):
             continue
+        limit = min([a for a, _ in taken if a > start] + [len(lines)])
         seen: set[str] = set()
         size, end = -1, start
-        while end < len(lines) and (end == start or size + len(lines[end]) + 1 <= max_chars):
+        while end < limit and (end == start or size + len(lines[end]) + 1 <= max_chars):
             size += len(lines[end]) + 1
             seen |= terms[end]
             end += 1
         value = sum(stems[s] for s in seen)
         if value > best_value:
             best, best_value = (start, end), value
-    return best
+    return best, best_value
 
 
 def best_window(text: str, query: str, max_chars: int) -> str:

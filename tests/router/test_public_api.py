@@ -64,6 +64,7 @@ EXPECTED = [
     "VectorScale",
     "__version__",
     "best_lines",
+    "best_runs",
     "bm25_to_score",
     "build_match_query",
     "build_or_query",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_router import best_lines, keyword_coverage
+from memory_router import best_lines, best_runs, keyword_coverage
 from memory_router._snippets import best_window
 
 LINES = [
@@ -44,3 +44,11 @@ def test_best_window_still_cuts_text_at_the_best_line() -> None:
     text = "\n".join(LINES)
     assert best_window(text, "hotel river", 45).startswith("The hotel in Lisbon")
     assert best_window("short", "x", 45) == "short"
+
+
+def test_best_runs_do_not_overlap_and_each_holds_a_keyword() -> None:
+    lines = ["hotel one", "filler", "filler", "hotel two", "filler", "nothing"]
+    assert best_runs(lines, "hotel", max_chars=20, count=5) == [(0, 2), (3, 5)]
+    assert best_runs(lines, "hotel", max_chars=10, count=5) == [(0, 1), (3, 4)]
+    assert best_runs(lines, "quantum", max_chars=10, count=3) == [(0, 1)]  # the head only
+    assert best_runs([], "hotel", max_chars=10) == []
