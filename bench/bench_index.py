@@ -6,10 +6,16 @@ pieces, truncated at 256 by MiniLM), numbered so no two texts are alike. Routes:
 it ran before issue #12 (numpy, multi-threaded BLAS, one batch at a time), ``minilm``
 now (the verified onnxruntime route) and ``minilm-int8``. Every route indexes the same
 files into a fresh state folder with a fresh embedding cache; routes take turns when
-``--rounds`` > 1.
+``--rounds`` > 1. ``numpy`` is today's numpy route (the one the onnxruntime route must
+match), for ratios.
+
+A large workspace through a real model takes long, so ``--sample N`` compares routes on
+the first N files instead, in the same run, before the full index of the first route:
 
     .venv/bin/python bench/bench_index.py --chunks 10000 --routes hash
     .venv/bin/python bench/bench_index.py --chunks 200 --routes numpy-before,minilm,minilm-int8
+    .venv/bin/python bench/bench_index.py --chunks 10000 --routes minilm \
+        --sample 200 --sample-routes numpy,minilm
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -47,7 +54,11 @@ class NumpyBefore:
         def factory(context: ProviderContext, model: str) -> MiniLMProvider:
             return Before(model_dir(), allow_fast=False)
 
+        def numpy_now(context: ProviderContext, model: str) -> MiniLMProvider:
+            return MiniLMProvider(model_dir(), allow_fast=False)
+
         register(ProviderSpec(name="numpy-before", factory=factory))
+        register(ProviderSpec(name="numpy", factory=numpy_now))
 
 
 def files(count: int) -> dict[str, str]:
@@ -58,12 +69,46 @@ def files(count: int) -> dict[str, str]:
     }
 
 
+class Reporter:
+    """Prints chunks done, the rate and the time left every ``every`` seconds (stderr)."""
+
+    def __init__(self, route: str, every: float = 60.0) -> None:
+        self.route, self.every = route, every
+        self.started = self.last = time.perf_counter()
+
+    def __call__(self, *, done: int, total: int, label: str) -> None:
+        now = time.perf_counter()
+        if now - self.last < self.every or not done:
+            return
+        self.last = now
+        rate = done / (now - self.started)
+        left = (total - done) / rate if rate else float("inf")
+        print(f"  {self.route}: {done}/{total} {label} at {now - self.started:.0f} s, "
+              f"{rate:.1f}/s, ~{left / 60:.0f} min left, load {os.getloadavg()[0]:.1f}",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+
 def index_once(route: str, workspace: Path, folder: Path) -> tuple[float, int]:
     config = testing.router_config(folder, workspace, backend="sqlite", embedding=route)
     with Router.from_config(config, plugins=[testing, NumpyBefore]) as router:
         started = time.perf_counter()
-        report = router.sync()[0]
+        report = router.sync(progress=Reporter(route))[0]
+        if report.errors:
+            raise SystemExit(f"{route}: {report.errors}")
         return time.perf_counter() - started, report.chunks
+
+
+def sample(count: int, routes: list[str], tmp: Path) -> None:
+    """The first ``count`` files through each route, in turn; ratios against the first."""
+    workspace = testing.write_workspace(tmp / "sample-ws", files(count))
+    timed = {route: index_once(route, workspace, tmp / f"sample-{route}") for route in routes}
+    first = timed[routes[0]][0]
+    print(f"sample of {count} files, load {os.getloadavg()[0]:.1f}")
+    print(f"| route (sample) | first index s | chunks/s | × {routes[0]} |")
+    print("|---|---|---|---|")
+    for route, (seconds, chunks) in timed.items():
+        print(f"| {route} | {seconds:.1f} | {chunks / seconds:.2f} | {first / seconds:.2f} |")
+    sys.stdout.flush()
 
 
 def main() -> None:
@@ -71,9 +116,13 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=200)
     parser.add_argument("--routes", default="numpy-before,minilm,minilm-int8")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--sample", type=int, default=0, help="compare routes on N files first")
+    parser.add_argument("--sample-routes", default="numpy,minilm")
     args = parser.parse_args()
     routes = [r.strip() for r in args.routes.split(",") if r.strip()]
     with tempfile.TemporaryDirectory(prefix="bench-index-") as tmp:
+        if args.sample:
+            sample(args.sample, [r for r in args.sample_routes.split(",") if r], Path(tmp))
         workspace = testing.write_workspace(Path(tmp) / "ws", files(args.chunks))
         print(f"{args.chunks} files, load before {os.getloadavg()[0]:.1f}")
         times: dict[str, list[float]] = {r: [] for r in routes}

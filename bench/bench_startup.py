@@ -1,13 +1,17 @@
-"""Process start-up: ``memory-router --help`` and a keyword-only ``search``, now vs a baseline.
+"""Process start-up: ``--help``, keyword-only and hybrid ``search``, now vs baseline revisions.
 
-The baseline is the code of another git revision (default ``ed16496``, before lazy
-start-up), extracted to a temporary folder and put first on ``PYTHONPATH``, run by the
-same interpreter with the same installed packages, so the two differ only in our code.
-The two take turns ``--runs`` times; figures are medians of each process's CPU time (user
-+ system), which a busy machine disturbs far less than wall time (on an idle machine the
-two are close: start-up is single-threaded and not I/O-bound once files are cached).
+Each baseline is the code of another git revision (default ``ed16496``, before issue #12,
+and ``54c30ec``, before the lazy package and commands), extracted to a temporary folder and
+put first on ``PYTHONPATH``, run by the same interpreter with the same installed packages,
+so the sides differ only in our code. Each side indexes its own copy of a small workspace
+first (its own state folder), then the sides take turns ``--runs`` times. Every process is
+measured twice: **wall** time and **CPU** time (user + system of the child, from
+``os.wait4``). On a busy machine CPU time is the idle-machine equivalent (start-up is
+single-threaded and, once files are cached, not I/O-bound); wall time includes waiting
+for a core. Bytecode is written and used as for an installed package (a warm-up run per
+side; ``PYTHONDONTWRITEBYTECODE`` is dropped from the children's environment).
 
-    .venv/bin/python bench/bench_startup.py [--runs 7] [--baseline ed16496]
+    .venv/bin/python bench/bench_startup.py [--runs 7] [--baseline ed16496,54c30ec]
 
 Targets (idle machine): ``--help`` ≤ 150 ms, keyword-only ``search`` ≤ 250 ms.
 """
@@ -16,16 +20,34 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTES = "# Notes\n\nDeploys run on Tuesdays; rollbacks need two approvals.\n"
+CASES = {
+    "`memory-router --help`": ["--help"],
+    "`search`, keyword-only": ["--config", "{keyword}", "search", "deploys"],
+    "`search`, hybrid (minilm)": ["--config", "{hybrid}", "search", "deploys"],
+}
+
+
+@dataclass(frozen=True)
+class Side:
+    """One code base: ``pythonpath`` selects it (``None``: this tree), ``folder`` its state."""
+
+    name: str
+    pythonpath: str | None
+    folder: Path
+    plugins: str | None
 
 
 def extract(revision: str, into: Path) -> str:
@@ -38,18 +60,6 @@ def extract(revision: str, into: Path) -> str:
     return os.pathsep.join(str(into / part) for part in ("router", "backends", "plugins"))
 
 
-def workspace(folder: Path) -> Path:
-    (folder / "ws" / "memory").mkdir(parents=True)
-    (folder / "ws" / "MEMORY.md").write_text(NOTES, encoding="utf-8")
-    config = folder / "keyword.toml"
-    config.write_text(
-        f'workspace = "{folder / "ws"}"\nstate_dir = "{folder / "state"}"\n'
-        '[embedding]\nprovider = "none"\n',
-        encoding="utf-8",
-    )
-    return config
-
-
 def baseline_plugins(revision: str) -> str:
     """The entry-point names the revision declares (later plugins cannot run on its code)."""
     text = subprocess.run(
@@ -60,60 +70,141 @@ def baseline_plugins(revision: str) -> str:
     return ",".join(sorted(table))
 
 
-def wall_ms(args: list[str], pythonpath: str | None, plugins: str | None = None) -> float:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_ROUTER_")}
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
+def configs(folder: Path) -> dict[str, str]:
+    """A one-file workspace and two configs over it (keyword-only and hybrid)."""
+    (folder / "ws" / "memory").mkdir(parents=True)
+    (folder / "ws" / "MEMORY.md").write_text(NOTES, encoding="utf-8")
+    paths = {}
+    for name, provider in (("keyword", "none"), ("hybrid", "minilm")):
+        path = folder / f"{name}.toml"
+        path.write_text(
+            f'workspace = "{folder / "ws"}"\nstate_dir = "{folder / ("state-" + name)}"\n'
+            f'[embedding]\nprovider = "{provider}"\n',
+            encoding="utf-8",
+        )
+        paths[name] = str(path)
+    return paths
+
+
+def measure(command: list[str], env: dict[str, str], timeout: float = 300) -> tuple[float, float]:
+    """``(wall ms, CPU ms)`` of one child process; CPU is its user + system time."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    timer = threading.Timer(timeout, child.kill)
+    timer.start()
+    try:
+        _, status, usage = os.wait4(child.pid, 0)
+    finally:
+        timer.cancel()
+    wall = (time.perf_counter() - start) * 1000
+    child.returncode = os.waitstatus_to_exitcode(status)
+    errors = child.stderr.read().decode() if child.stderr else ""
+    if child.stderr:
+        child.stderr.close()
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({child.returncode}): {errors}")
+    return wall, (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def environment(side: Side, plugins: str | None) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("MEMORY_ROUTER_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    if side.pythonpath:
+        env["PYTHONPATH"] = side.pythonpath
     if plugins is not None:
         env["MEMORY_ROUTER_PLUGINS"] = plugins
-    return timed([sys.executable, "-m", "memory_router", *args], env)
+    return env
 
 
-def timed(command: list[str], env: dict[str, str] | None = None) -> float:
-    """CPU milliseconds (user + system) of the child: steadier than wall time under load."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(command, env=env, capture_output=True, check=True, timeout=120)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu * 1000
+def run(side: Side, argv: list[str], plugins: str | None) -> tuple[float, float]:
+    paths = {name: str(side.folder / f"{name}.toml") for name in ("keyword", "hybrid")}
+    args = [a.format(**paths) for a in argv]
+    return measure([sys.executable, "-m", "memory_router", *args], environment(side, plugins))
+
+
+def prepare(side: Side) -> None:
+    """Index both configs and warm the bytecode; check the side runs its own code."""
+    configs(side.folder)
+    env = environment(side, side.plugins)
+    where = subprocess.run(
+        [sys.executable, "-c", "import memory_router; print(memory_router.__file__)"],
+        env=env, capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.strip()  # fmt: skip
+    expected = side.pythonpath.split(os.pathsep)[0] if side.pythonpath else str(ROOT)
+    if not where.startswith(expected):
+        raise SystemExit(f"{side.name} imports memory_router from {where}, not {expected}")
+    for name in ("keyword", "hybrid"):
+        run(side, ["--config", "{" + name + "}", "index"], side.plugins)
+    for argv in CASES.values():
+        run(side, argv, side.plugins)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--baseline", default="ed16496", help="git revision to compare with")
+    parser.add_argument("--baseline", default="ed16496,54c30ec", help="git revisions, comma-sep")
     args = parser.parse_args()
+    revisions = [r for r in args.baseline.split(",") if r]
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         folder = Path(tmp)
-        (folder / "base").mkdir()
-        base = extract(args.baseline, folder / "base")
-        config = str(workspace(folder))
-        wall_ms(["--config", config, "index"], None)  # build the index once
-        plugins = baseline_plugins(args.baseline)
-        cases = {
-            "memory-router --help": ["--help"],
-            "memory-router search (keyword-only)": ["--config", config, "search", "deploys"],
-        }
-        print(f"load before {os.getloadavg()[0]:.1f}, {args.runs} runs each, taking turns;"
-              f" both sides load the baseline's plugins ({plugins})")  # fmt: skip
-        print(f"| process | baseline {args.baseline} ms | now ms | now / baseline "
-              "| now, every plugin ms |")  # fmt: skip
-        print("|---|---|---|---|---|")
-        python = statistics.median(interpreter_ms() for _ in range(args.runs))
-        print(f"| python -c pass (interpreter alone) | {python:.0f} | {python:.0f} | 1.00 | |")
-        for name, argv in cases.items():
-            then, now, every = [], [], []
-            for _ in range(args.runs):
-                then.append(wall_ms(argv, base, plugins))
-                now.append(wall_ms(argv, None, plugins))
-                every.append(wall_ms(argv, None))
-            a, b, c = (statistics.median(x) for x in (then, now, every))
-            print(f"| {name} | {a:.0f} | {b:.0f} | {b / a:.2f} | {c:.0f} |")
-        print(f"load after {os.getloadavg()[0]:.1f}")
+        # Both sides load the oldest baseline's plugin set, so they do the same work.
+        plugins = baseline_plugins(revisions[0]) if revisions else None
+        sides = []
+        for revision in revisions:
+            (folder / revision / "code").mkdir(parents=True)
+            path = extract(revision, folder / revision / "code")
+            sides.append(Side(revision, path, folder / revision, plugins))
+        now = Side("now", None, folder / "now", plugins)
+        every = Side("now, every plugin", None, folder / "every", None)
+        sides += [now, every]
+        for side in sides:
+            prepare(side)
+        load_before = os.getloadavg()
+        interpreter = [measure([sys.executable, "-c", "pass"], environment(now, None))
+                       for _ in range(args.runs)]  # fmt: skip
+        results: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for _ in range(args.runs):
+            for case, argv in CASES.items():
+                for side in sides:
+                    results.setdefault((case, side.name), []).append(run(side, argv, side.plugins))
+        report(sides, results, interpreter, plugins, args.runs, load_before)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
-def interpreter_ms() -> float:
-    return timed([sys.executable, "-c", "pass"])
+def report(
+    sides: list[Side],
+    results: dict[tuple[str, str], list[tuple[float, float]]],
+    interpreter: list[tuple[float, float]],
+    plugins: str | None,
+    runs: int,
+    load_before: tuple[float, float, float],
+) -> None:
+    py_wall = median([w for w, _ in interpreter])
+    py_cpu = median([c for _, c in interpreter])
+    print(f"load average before {load_before[0]:.1f} / {load_before[1]:.1f} / "
+          f"{load_before[2]:.1f}, after {os.getloadavg()[0]:.1f}; {runs} runs each, medians; "
+          f"sides load plugins {plugins} except the last")  # fmt: skip
+    print(f"`python -c pass` (the interpreter alone): CPU {py_cpu:.0f} ms, wall {py_wall:.0f} ms")
+    print()
+    heads = " | ".join(f"{s.name} CPU / wall ms" for s in sides)
+    print(f"| process | {heads} | now / {' / '.join(s.name for s in sides[:-2])} (CPU) "
+          "| now / interpreter (CPU) |")  # fmt: skip
+    print("|---" * (len(sides) + 3) + "|")
+    for case in CASES:
+        cells, cpu = [], {}
+        for side in sides:
+            values = results[(case, side.name)]
+            cpu[side.name] = median([c for _, c in values])
+            cells.append(f"{cpu[side.name]:.0f} / {median([w for w, _ in values]):.0f}")
+        ratios = " / ".join(f"{cpu['now'] / cpu[s.name]:.2f}" for s in sides[:-2])
+        print(f"| {case} | {' | '.join(cells)} | {ratios} | {cpu['now'] / py_cpu:.1f} |")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import pytest
 from memory_router import Config, Secret, get_plugin_manager, hookspecs
 from memory_router._plugins import backend_specs
 from memory_router._settings import toml_name
-from memory_router.cli import build_cli
+from memory_router.cli import build_cli, load_all
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -103,7 +103,7 @@ def cli_commands() -> Iterator[tuple[str, click.Command]]:
         path, command = stack.pop()
         yield path, command
         if isinstance(command, click.Group):
-            for name, sub in command.commands.items():
+            for name, sub in load_all(command).items():
                 stack.append((f"{path} {name}", sub))
 
 

@@ -1,5 +1,7 @@
 """Start-up stays light: importing the package, discovering every plugin and building the
 CLI import none of the heavy dependencies; a backend or provider loads them when used.
+``import memory_router`` imports its names on first access, ``--help`` imports no command
+module (nor config parsing, SQLite or HTTP), and a command imports only its own.
 
 Speed targets (``--help`` ≤ 150 ms, keyword-only ``search`` ≤ 250 ms on an idle machine)
 are measured by ``bench/bench_startup.py``; these tests guard the imports that make them.
@@ -14,7 +16,12 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import click
 import pytest
+
+import memory_router
+from memory_router.cli import build_cli, load_all
+from memory_router.cli._lazy import COMMANDS
 
 HEAVY = ("numpy", "httpx", "tenacity", "lancedb", "pyarrow", "mcp", "onnxruntime", "rich",
          "watchdog", "sqlite_vec", "tokenizers", "memory_router_qmd._backend",
@@ -63,6 +70,103 @@ def test_discovering_every_plugin_imports_no_heavy_dependency() -> None:
     assert {"minilm", "minilm-int8", "openai"} <= set(found["providers"])
 
 
+# Not needed to print `--help`: command modules, the router, config parsing, value types,
+# the SQLite drivers, HTTP (beside HEAVY).
+NOT_FOR_HELP = ("memory_router.cli._memory", "memory_router.cli._bench", "memory_router._router",
+                "memory_router._config", "memory_router._types", "memory_router._workspace",
+                "memory_router.service", "tomllib", "sqlite3", "_sqlite3", "sqlean",
+                "http.client", "importlib.metadata", "concurrent.futures", "statistics",
+                "random")  # fmt: skip
+
+HELP = """
+import contextlib, io, json, sys
+from memory_router._cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        main(["--help"])
+    except SystemExit:
+        pass
+print(json.dumps({"loaded": [m for m in json.loads(sys.argv[1]) if m in sys.modules],
+                  "help": out.getvalue()}))
+"""
+
+
+def test_help_lists_every_command_without_importing_one() -> None:
+    found = json.loads(run_python(HELP, json.dumps(HEAVY + NOT_FOR_HELP)))
+    assert found["loaded"] == []
+    listed = {line.split()[0] for line in found["help"].split("Commands:")[1].splitlines() if line}
+    assert set(COMMANDS) | {"serve", "mcp", "health", "watch"} <= listed
+
+
+def test_import_memory_router_imports_nothing_else_until_a_name_is_used() -> None:
+    code = """
+import json, sys
+import memory_router
+before = sorted(m for m in sys.modules if m.startswith("memory_router"))
+from memory_router import Router, hookimpl
+print(json.dumps({"before": before, "router": "memory_router._router" in sys.modules}))
+"""
+    found = json.loads(run_python(code))
+    assert found == {"before": ["memory_router", "memory_router._lazy"], "router": True}
+
+
+def test_every_public_name_resolves_lazily() -> None:
+    exported = {name for names in memory_router._EXPORTS.values() for name in names}
+    assert exported == set(memory_router.__all__) - {"__version__", "lazy_exports"}
+    for name in memory_router.__all__:
+        assert getattr(memory_router, name) is not None, name
+        assert name in dir(memory_router)
+    from memory_router import Router, hookimpl
+
+    assert Router.__module__ == "memory_router._router"
+    assert callable(hookimpl)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        getattr(memory_router, "no_such_name")  # noqa: B009 - the lazy __getattr__
+
+
+def command_modules() -> dict[str, click.Command]:
+    """Every command defined at the top of a ``memory_router.cli`` module, subcommands out."""
+    import importlib
+    import pkgutil
+
+    import memory_router.cli as package
+
+    defined: dict[str, click.Command] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, click.Command) and value.name:
+                defined[value.name] = value
+    nested = {
+        name for cmd in defined.values() if isinstance(cmd, click.Group) for name in cmd.commands
+    }
+    return {name: cmd for name, cmd in defined.items() if name not in nested}
+
+
+def test_the_command_table_matches_the_real_commands() -> None:
+    defined = command_modules()
+    assert set(COMMANDS) == set(defined)
+    for name, (module, short) in COMMANDS.items():
+        command = defined[name]
+        assert command.callback is not None
+        assert command.callback.__module__ == f"memory_router.cli{module}", name
+        assert short == " ".join((command.help or "").split("\n\n")[0].split()), name
+
+
+def test_help_from_the_table_is_the_help_of_the_loaded_commands() -> None:
+    def rendered(group: click.Group) -> str:
+        with click.Context(group, info_name="memory-router", terminal_width=80) as ctx:
+            return group.get_help(ctx)
+
+    lazy = build_cli()
+    before = rendered(lazy)
+    loaded = build_cli()
+    assert set(load_all(loaded)) >= set(COMMANDS)
+    assert rendered(loaded) == before
+    assert "search   Search memory for QUERY" in before
+
+
 def test_keyword_only_search_never_loads_numpy(tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
     (workspace / "memory").mkdir(parents=True)
@@ -85,6 +189,8 @@ print(json.dumps({"heavy": [m for m in json.loads(sys.argv[2]) if m in sys.modul
                   "out": out.getvalue()}))
 """
     heavy = [m for m in HEAVY if m not in ("memory_router_sqlite._backend", "sqlite_vec")]
+    # Nor HTTP (no server runs), migration or another command's module.
+    heavy += ["http.client", "memory_router._migrate", "memory_router.cli._bench"]
     found = json.loads(run_python(code, str(config), json.dumps(heavy)))
     assert "MEMORY.md" in found["out"]
     assert found["heavy"] == []

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from memory_router import Config, Secret
+from memory_router import Secret
+
+if TYPE_CHECKING:
+    from memory_router import Config
 
 _SECRET_KEY = re.compile(r"key|secret|token|password|session", re.IGNORECASE)
 _URI_USER = re.compile(r"(?<=://)[^/@]*@")

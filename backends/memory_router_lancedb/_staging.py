@@ -8,7 +8,7 @@ from typing import Any
 from memory_router import Chunk, NotFound, Staging
 
 from . import _housekeeping, _transfer
-from ._store import LanceStore, Tables
+from ._store import LanceStore, Tables, in_list
 
 STAGING_KEY = "staging"
 
@@ -18,14 +18,18 @@ class LanceStaging(Staging):
 
     Its name and fingerprint are recorded in ``meta`` (key ``staging``), so a killed
     migration reopens it; writes are ``merge_insert`` by chunk id, so a batch written twice
-    is written once.
+    is written once. A copy is filled with appends of large batches (:attr:`batch_size`)
+    and its indexes are built once, by :meth:`publish`.
     """
+
+    batch_size = 10_000
 
     def __init__(self, store: LanceStore, tables: Tables, fingerprint: dict[str, Any]) -> None:
         self.store = store
         self.tables = tables
         self.fingerprint = fingerprint
         self.dims = _dims(fingerprint)
+        self._ids: set[str] | None = None
 
     @classmethod
     def open(
@@ -45,7 +49,21 @@ class LanceStaging(Staging):
         return cls(store, tables, wanted)
 
     def write(self, chunks: Sequence[Chunk]) -> None:
-        self.store.guard("migrate", lambda: _transfer.write_batch(self.store, self.tables, chunks))
+        self.store.guard("migrate", lambda: self._append(chunks))
+
+    def _append(self, chunks: Sequence[Chunk]) -> None:
+        """One append per table; rows of ids already in the copy (a batch written again by
+        a resumed run) are deleted first, so each id is held once."""
+        if self._ids is None:
+            self._ids = _transfer.column(self.tables.chunks, "id")
+        unique = list({c.id: c for c in chunks}.values())
+        again = [c.id for c in unique if c.id in self._ids]
+        for start in range(0, len(again), 500):
+            part = again[start : start + 500]
+            self.tables.chunks.delete(in_list("id", part))
+            self.tables.entries.delete(in_list("chunk_id", part))
+        _transfer.append(self.tables, unique)
+        self._ids.update(c.id for c in unique)
 
     def count(self) -> int:
         count: int = self.store.guard("migrate", self.tables.chunks.count_rows)
@@ -54,6 +72,7 @@ class LanceStaging(Staging):
     def publish(self) -> None:
         def run() -> None:
             _housekeeping.ensure_fts(self.tables.chunks)
+            _housekeeping.optimize(self.store, self.tables)
             self.store.switch(self.tables, self.fingerprint, self.dims)
             self.store.delete_meta(STAGING_KEY)
             self.store.prune(self.tables.generation)

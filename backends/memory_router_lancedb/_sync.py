@@ -22,6 +22,7 @@ from ._store import LanceStore, Tables, in_list, quote, upsert
 
 GROUP_CHUNKS = 512
 GROUP_FILES = 200
+ADOPT_ROWS = 20_000  # files rows written per commit when adopting migrated chunks
 
 
 @dataclass(slots=True)
@@ -77,6 +78,7 @@ class Indexer:
             if stored.get(d.path) != d.hash or self._journal_behind(snapshot, d)
         ]
         counts.unchanged = len(snapshot.documents) - len(changed)
+        changed = self._adopt(snapshot, changed, stored, counts)
         progress(done=0, total=len(changed), label="indexing")
         group: list[tuple[Document, list[Chunk]]] = []
         size = done = 0
@@ -95,6 +97,43 @@ class Indexer:
         if gone:
             self.delete_paths(gone)
             counts.removed = len(gone)
+
+    def _adopt(
+        self, snapshot: Snapshot, changed: list[Document], stored: dict[str, str], counts: Counts
+    ) -> list[Document]:
+        """Record the files whose chunks are all in the table already (what ``migrate``
+        leaves: chunks without ``files`` rows); only their ``files`` rows are written,
+        nothing is embedded or rewritten. Returns the documents still to index."""
+        if all(d.path in stored for d in changed):
+            return changed
+        orphans = self.orphans(stored)
+        adopted: list[Document] = []
+        rest: list[Document] = []
+        for doc in changed:
+            found = orphans.get(doc.path)
+            chunks = snapshot.chunks(doc) if found else []
+            if (
+                chunks
+                and found == {c.id for c in chunks}
+                and not self._journal_behind(snapshot, doc)
+            ):
+                adopted.append(doc)
+                snapshot.release(doc)
+            else:
+                rest.append(doc)
+        for start in range(0, len(adopted), ADOPT_ROWS):
+            self.write_files(adopted[start : start + ADOPT_ROWS])
+        counts.unchanged += len(adopted)
+        return rest
+
+    def orphans(self, stored: dict[str, str]) -> dict[str, set[str]]:
+        """Chunk ids by path for paths without a ``files`` row."""
+        data = self.tables.chunks.search().select(["path", "id"]).limit(None).to_arrow().to_pydict()
+        found: dict[str, set[str]] = {}
+        for path, chunk_id in zip(data["path"], data["id"], strict=True):
+            if path not in stored:
+                found.setdefault(path, set()).add(chunk_id)
+        return found
 
     def _journal_behind(self, snapshot: Snapshot, doc: Document) -> bool:
         """Whether the journal's rows lag its recorded hash.
@@ -165,7 +204,7 @@ class Indexer:
         rows = [_chunk_row(c, v, now, self.vector) for c, v in zip(chunks, vectors, strict=True)]
         self._write(self.tables.chunks, "id", rows, stale)
         entries = [
-            _entry_row(c, v, self.vector)
+            entry_row(c, v, self.vector)
             for c, v in zip(chunks, vectors, strict=True)
             if c.entry is not None
         ]
@@ -224,7 +263,7 @@ def _chunk_row(
     return row
 
 
-def _entry_row(chunk: Chunk, vector: Sequence[float] | None, with_vector: bool) -> dict[str, Any]:
+def entry_row(chunk: Chunk, vector: Sequence[float] | None, with_vector: bool) -> dict[str, Any]:
     entry = chunk.entry
     assert entry is not None
     row: dict[str, Any] = {

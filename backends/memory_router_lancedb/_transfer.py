@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import struct
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
 from memory_router import Category, Chunk, Entry
 
+from . import _schema
 from ._store import LanceStore, Tables, in_list
-from ._sync import Indexer
+from ._sync import Indexer, entry_row
 
 BATCH = 500
 
@@ -50,7 +53,7 @@ def export_chunks(store: LanceStore, tables: Tables) -> Iterator[Chunk]:
     data = tables.chunks.to_arrow().sort_by("id")
     for batch in data.to_batches(max_chunksize=BATCH):
         for r in batch.to_pylist():
-            embedding = tuple(float(x) for x in r["vector"]) if vector and r["vector"] else None
+            embedding = tuple(r["vector"]) if vector and r["vector"] else None
             yield Chunk(
                 id=r["id"],
                 path=r["path"],
@@ -113,3 +116,63 @@ def write_batch(store: LanceStore, tables: Tables, batch: Sequence[Chunk]) -> in
 
 def _has_vector(tables: Tables) -> bool:
     return "vector" in tables.chunks.schema.names
+
+
+def column(table: Any, name: str) -> set[str]:
+    """Every value of one string column of ``table``."""
+    data = table.search().select([name]).limit(None).to_arrow()
+    return set(data.column(name).to_pylist())
+
+
+def append(tables: Tables, chunks: Sequence[Chunk]) -> None:
+    """Append ``chunks`` (ids not in ``tables``) and their entries, one commit per table."""
+    if not chunks:
+        return
+    pa = _schema._pa()
+    schema = tables.chunks.schema
+    now = int(time.time() * 1000)
+    columns: dict[str, Any] = {
+        "id": [c.id for c in chunks],
+        "path": [c.path for c in chunks],
+        "source": [c.source for c in chunks],
+        "start_line": [c.start_line for c in chunks],
+        "end_line": [c.end_line for c in chunks],
+        "text": [c.text for c in chunks],
+        "hash": [c.hash for c in chunks],
+        "model": [c.model for c in chunks],
+        "updated_at": [now] * len(chunks),
+    }
+    dims = schema.field("vector").type.list_size if _has_vector(tables) else 0
+    arrays = [
+        vector_array(chunks, dims)
+        if field.name == "vector"
+        else pa.array(columns[field.name], type=field.type)
+        for field in schema
+    ]
+    tables.chunks.add(pa.Table.from_arrays(arrays, schema=schema))
+    entries = [
+        entry_row(c, _sized(c.embedding, dims), bool(dims)) for c in chunks if c.entry is not None
+    ]
+    if entries:
+        tables.entries.add(pa.Table.from_pylist(entries, schema=tables.entries.schema))
+
+
+def vector_array(chunks: Sequence[Chunk], dims: int) -> Any:
+    """The chunks' embeddings as a fixed-size list array; null where missing or of
+    another size."""
+    import numpy as np
+
+    pa = _schema._pa()
+    keep = [c.embedding is not None and len(c.embedding) == dims for c in chunks]
+    matrix = np.zeros((len(chunks), dims), dtype=np.float32)
+    rows = [i for i, k in enumerate(keep) if k]
+    if rows:
+        row = struct.Struct(f"{dims}f")  # packing is ~2x faster than numpy on tuples
+        packed = b"".join(row.pack(*chunks[i].embedding or ()) for i in rows)
+        matrix[rows] = np.frombuffer(packed, dtype=np.float32).reshape(len(rows), dims)
+    mask = None if all(keep) else pa.array([not k for k in keep])
+    return pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel()), dims, mask=mask)
+
+
+def _sized(vector: tuple[float, ...] | None, dims: int) -> list[float] | None:
+    return list(vector) if vector is not None and len(vector) == dims else None

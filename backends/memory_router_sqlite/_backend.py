@@ -328,6 +328,5 @@ def row_hit(
     )
 
 
-
 def _attach(hit: Hit, entry: Entry | None) -> Hit:
     return hit if entry is None else replace(hit, entry=entry)

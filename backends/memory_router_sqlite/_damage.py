@@ -91,10 +91,14 @@ def is_corruption(error: BaseException) -> bool:
     return any(marker in text for marker in CORRUPT_MARKERS)
 
 
-def diagnose(path: Path, driver: Driver, *, busy_timeout_ms: int) -> str | None:
+def diagnose(
+    path: Path, driver: Driver, *, busy_timeout_ms: int, indexed: bool = True
+) -> str | None:
     """Why the index at ``path`` cannot be trusted, or ``None`` when it looks sound.
 
-    A missing or empty file is not damage (it is simply not built yet).
+    A missing or empty file is not damage (it is simply not built yet). ``indexed =
+    False`` (a migration's staging copy, whose full-text table is filled only at the
+    end) skips the full-text row count.
     """
     marker = Path(f"{path}{MARKER}")
     if marker.exists():
@@ -111,7 +115,7 @@ def diagnose(path: Path, driver: Driver, *, busy_timeout_ms: int) -> str | None:
     if info.st_size == 0:
         return None
     header = None if _has_wal(path) else _header_damage(path, info.st_size)
-    return header or _content_damage(path, driver, busy_timeout_ms)
+    return header or _content_damage(path, driver, busy_timeout_ms, indexed)
 
 
 def _has_wal(path: Path) -> bool:
@@ -141,7 +145,7 @@ def _header_damage(path: Path, size: int) -> str | None:
     return None
 
 
-def _content_damage(path: Path, driver: Driver, busy_timeout_ms: int) -> str | None:
+def _content_damage(path: Path, driver: Driver, busy_timeout_ms: int, indexed: bool) -> str | None:
     try:
         conn = connect(driver, path, busy_timeout_ms=busy_timeout_ms, create=False)
     except Exception as error:
@@ -149,7 +153,7 @@ def _content_damage(path: Path, driver: Driver, busy_timeout_ms: int) -> str | N
     try:
         conn.execute("BEGIN")
         try:
-            return _check(conn, path)
+            return _check(conn, path, indexed)
         finally:
             conn.execute("ROLLBACK")
     except Exception as error:
@@ -158,7 +162,7 @@ def _content_damage(path: Path, driver: Driver, busy_timeout_ms: int) -> str | N
         conn.close()
 
 
-def _check(conn: Connection, path: Path) -> str | None:
+def _check(conn: Connection, path: Path, indexed: bool) -> str | None:
     if path.stat().st_size <= QUICK_CHECK_MAX_BYTES:
         verdict = [str(r[0]) for r in conn.execute("PRAGMA quick_check(3)")]
         if verdict != ["ok"]:
@@ -170,7 +174,7 @@ def _check(conn: Connection, path: Path) -> str | None:
     if version < 1:
         return None
     chunks = int(conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
-    return _fts_damage(conn, chunks) or _vec_damage(conn)
+    return (_fts_damage(conn, chunks) if indexed else None) or _vec_damage(conn)
 
 
 def _fts_damage(conn: Connection, chunks: int) -> str | None:

@@ -29,7 +29,14 @@ class Store:
     """One SQLite index file: schema on open, a writer lock, readers, atomic replacement."""
 
     def __init__(
-        self, path: Path, driver: Driver, *, tokenizer: str, busy_timeout_ms: int, name: str
+        self,
+        path: Path,
+        driver: Driver,
+        *,
+        tokenizer: str,
+        busy_timeout_ms: int,
+        name: str,
+        indexed: bool = True,
     ) -> None:
         self.path = path
         self.driver = driver
@@ -56,7 +63,7 @@ class Store:
         recover(self.path)
         self._inode: int | None = None
         # Found on open, healed by the next write (sync); reads refuse a damaged file.
-        self.damage = diagnose(path, driver, busy_timeout_ms=busy_timeout_ms)
+        self.damage = diagnose(path, driver, busy_timeout_ms=busy_timeout_ms, indexed=indexed)
         self.healed: str | None = None
         self.writer: Connection = None if self.damage else self._open_writer()
 

@@ -104,6 +104,28 @@ class Meter:
         self.report()
 
 
+INSERT_CHUNK = (
+    "INSERT OR REPLACE INTO chunks (id, path, source, start_line, end_line, hash, model, text,"
+    " embedding, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)"
+)
+
+
+def chunk_values(chunk: Chunk, blob: bytes, now: int) -> tuple[Any, ...]:
+    """The ``chunks`` row of ``chunk`` for :data:`INSERT_CHUNK` (``blob``: its float32 vector)."""
+    return (
+        chunk.id,
+        chunk.path,
+        chunk.source,
+        chunk.start_line,
+        chunk.end_line,
+        chunk.hash,
+        chunk.model,
+        chunk.text,
+        blob,
+        now,
+    )
+
+
 class Indexer:
     """Writes documents' chunks (with vectors when an embedder is given) into one database."""
 
@@ -230,22 +252,7 @@ class Indexer:
             if chunk.id in self._written:  # a repeated id (e.g. a hand-copied journal item)
                 self.delete_chunk(chunk.id)
             self._written.add(chunk.id)
-            self.conn.execute(
-                "INSERT OR REPLACE INTO chunks (id, path, source, start_line, end_line, hash,"
-                " model, text, embedding, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (
-                    chunk.id,
-                    chunk.path,
-                    chunk.source,
-                    chunk.start_line,
-                    chunk.end_line,
-                    chunk.hash,
-                    chunk.model,
-                    chunk.text,
-                    encode(vector),
-                    now,
-                ),
-            )
+            self.conn.execute(INSERT_CHUNK, chunk_values(chunk, encode(vector), now))
             self._write_fts(chunk)
             if vector is not None and self.vector and len(vector):
                 self._write_vec(chunk.id, vector)

@@ -7,18 +7,27 @@ and scored with one matrix product per query.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:  # numpy loads with the first vector: keyword-only use never needs it
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
     import numpy.typing as npt
 
     Vector: TypeAlias = npt.NDArray[np.float32]
 SPLIT = 50_000  # rows above which the product is split over two threads
-_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sqlite-vectors")
+
+
+@functools.cache
+def _pool() -> ThreadPoolExecutor:
+    """Two threads for splitting large products, started on first use (not at import)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="sqlite-vectors")
 
 
 def encode(vector: Sequence[float] | Vector | None) -> bytes:
@@ -114,5 +123,5 @@ class Matrix:
         import numpy as np
 
         half = rows // 2
-        parts = list(_POOL.map(lambda m: m @ q, (self.matrix[:half], self.matrix[half:])))
+        parts = list(_pool().map(lambda m: m @ q, (self.matrix[:half], self.matrix[half:])))
         return np.concatenate(parts)

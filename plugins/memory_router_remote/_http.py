@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -36,6 +35,8 @@ MAX_DELAY_S = 8.0
 
 def backoff(state: tenacity.RetryCallState) -> float:
     """0.5 s doubling per attempt plus 0–20 % jitter, never more than 8 s."""
+    import random  # not at import: every CLI start loads this plugin
+
     delay = BASE_DELAY_S * 2 ** (state.attempt_number - 1) * (1 + random.uniform(0, 0.2))
     return float(min(MAX_DELAY_S, delay))
 

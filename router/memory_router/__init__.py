@@ -3,88 +3,174 @@
 Plain Markdown files in a workspace are the memory; indexes are derived from them. One
 :class:`Router` sends search/get/store/forget/sync/status to a backend chosen by
 configuration, falling back through a chain when one fails.
+
+Names are imported on first access (PEP 562), so ``import memory_router`` and a plugin's
+``from memory_router import hookimpl`` load only the modules they use: the CLI's start-up
+and every plugin's entry point stay light. Type checkers see the imports below.
 """
 
 from __future__ import annotations
 
-from ._agent_config import (
-    CaptureConfig,
-    CompactionConfig,
-    MemoryFlushConfig,
-    RecallConfig,
-    ServeConfig,
-)
-from ._backend import Backend, BackendContext, BackendSpec, Staging
-from ._calibration import vector_scale
-from ._capture import CaptureResult, RecallBlock, capture, recall_block
-from ._children import signal_child, spawn_child
-from ._config import Config, load_config
-from ._embedding import (
-    Embedder,
-    EmbeddingCache,
-    EmbeddingProvider,
-    normalize,
-    provider_key,
-    sha256_text,
-)
-from ._entries import EntryMatch, ForgetResult, RecallResult, StoreResult, entry_weight
-from ._exceptions import (
-    BackendError,
-    BackendTimeout,
-    BackendUnavailable,
-    ConfigError,
-    EmbeddingError,
-    InvalidInput,
-    MemoryRouterError,
-    NotFound,
-    PluginError,
-    Unsupported,
-)
-from ._flush import NO_REPLY, FlushDecision, check_memory_flush, is_silent_reply
-from ._fusion import (
-    FUSION_METHODS,
-    Fused,
-    FusionMethod,
-    VectorScale,
-    convex_fusion,
-    fuse,
-    minmax_fusion,
-    rrf_fusion,
-    weighted_fusion,
-    zscore_fusion,
-)
-from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
+from typing import TYPE_CHECKING
+
 from ._lazy import lazy_exports
-from ._pipeline import prefetch
-from ._plugins import get_plugin_manager
-from ._providers import ProviderContext, ProviderSpec
-from ._router import Router
-from ._settings import Secret, parse_settings
-from ._snippets import best_lines, best_runs, keyword_coverage
-from ._types import (
-    CATEGORIES,
-    BackendResult,
-    BackendStatus,
-    Category,
-    Chunk,
-    Document,
-    Entry,
-    Explain,
-    Fallback,
-    FileText,
-    Hit,
-    Progress,
-    RouterStatus,
-    SearchRequest,
-    SearchResponse,
-    Source,
-    SyncReport,
-    no_progress,
-)
-from ._workspace import Snapshot
-from .hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from ._agent_config import (
+        CaptureConfig,
+        CompactionConfig,
+        MemoryFlushConfig,
+        RecallConfig,
+        ServeConfig,
+    )
+    from ._backend import Backend, BackendContext, BackendSpec, Staging
+    from ._calibration import vector_scale
+    from ._capture import CaptureResult, RecallBlock, capture, recall_block
+    from ._children import signal_child, spawn_child
+    from ._config import Config, load_config
+    from ._embedding import (
+        Embedder,
+        EmbeddingCache,
+        EmbeddingProvider,
+        normalize,
+        provider_key,
+        sha256_text,
+    )
+    from ._entries import EntryMatch, ForgetResult, RecallResult, StoreResult, entry_weight
+    from ._exceptions import (
+        BackendError,
+        BackendTimeout,
+        BackendUnavailable,
+        ConfigError,
+        EmbeddingError,
+        InvalidInput,
+        MemoryRouterError,
+        NotFound,
+        PluginError,
+        Unsupported,
+    )
+    from ._flush import NO_REPLY, FlushDecision, check_memory_flush, is_silent_reply
+    from ._fusion import (
+        FUSION_METHODS,
+        Fused,
+        FusionMethod,
+        VectorScale,
+        convex_fusion,
+        fuse,
+        minmax_fusion,
+        rrf_fusion,
+        weighted_fusion,
+        zscore_fusion,
+    )
+    from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
+    from ._pipeline import prefetch
+    from ._plugins import get_plugin_manager
+    from ._providers import ProviderContext, ProviderSpec
+    from ._router import Router
+    from ._settings import Secret, parse_settings
+    from ._snippets import best_lines, best_runs, keyword_coverage
+    from ._types import (
+        CATEGORIES,
+        BackendResult,
+        BackendStatus,
+        Category,
+        Chunk,
+        Document,
+        Entry,
+        Explain,
+        Fallback,
+        FileText,
+        Hit,
+        Progress,
+        RouterStatus,
+        SearchRequest,
+        SearchResponse,
+        Source,
+        SyncReport,
+        no_progress,
+    )
+    from ._workspace import Snapshot
+    from .hookspecs import hookimpl
 
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "._agent_config": (
+        "CaptureConfig",
+        "CompactionConfig",
+        "MemoryFlushConfig",
+        "RecallConfig",
+        "ServeConfig",
+    ),
+    "._backend": ("Backend", "BackendContext", "BackendSpec", "Staging"),
+    "._calibration": ("vector_scale",),
+    "._capture": ("CaptureResult", "RecallBlock", "capture", "recall_block"),
+    "._children": ("signal_child", "spawn_child"),
+    "._config": ("Config", "load_config"),
+    "._embedding": (
+        "Embedder",
+        "EmbeddingCache",
+        "EmbeddingProvider",
+        "normalize",
+        "provider_key",
+        "sha256_text",
+    ),
+    "._entries": ("EntryMatch", "ForgetResult", "RecallResult", "StoreResult", "entry_weight"),
+    "._exceptions": (
+        "BackendError",
+        "BackendTimeout",
+        "BackendUnavailable",
+        "ConfigError",
+        "EmbeddingError",
+        "InvalidInput",
+        "MemoryRouterError",
+        "NotFound",
+        "PluginError",
+        "Unsupported",
+    ),
+    "._flush": ("NO_REPLY", "FlushDecision", "check_memory_flush", "is_silent_reply"),
+    "._fusion": (
+        "FUSION_METHODS",
+        "Fused",
+        "FusionMethod",
+        "VectorScale",
+        "convex_fusion",
+        "fuse",
+        "minmax_fusion",
+        "rrf_fusion",
+        "weighted_fusion",
+        "zscore_fusion",
+    ),
+    "._keywords": ("bm25_to_score", "build_match_query", "build_or_query", "extract_keywords"),
+    "._pipeline": ("prefetch",),
+    "._plugins": ("get_plugin_manager",),
+    "._providers": ("ProviderContext", "ProviderSpec"),
+    "._router": ("Router",),
+    "._settings": ("Secret", "parse_settings"),
+    "._snippets": ("best_lines", "best_runs", "keyword_coverage"),
+    "._types": (
+        "CATEGORIES",
+        "BackendResult",
+        "BackendStatus",
+        "Category",
+        "Chunk",
+        "Document",
+        "Entry",
+        "Explain",
+        "Fallback",
+        "FileText",
+        "Hit",
+        "Progress",
+        "RouterStatus",
+        "SearchRequest",
+        "SearchResponse",
+        "Source",
+        "SyncReport",
+        "no_progress",
+    ),
+    "._workspace": ("Snapshot",),
+    ".hookspecs": ("hookimpl",),
+}
 
 __all__ = [
     "CATEGORIES",
@@ -177,3 +263,12 @@ __all__ = [
     "weighted_fusion",
     "zscore_fusion",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__ = lazy_exports(
+        __name__, {name: module for module, names in _EXPORTS.items() for name in names}
+    )
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

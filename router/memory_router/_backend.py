@@ -9,20 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._exceptions import ConfigError, Unsupported
+from ._progress_types import Progress, no_progress
 from ._settings import parse_settings
-from ._types import (
-    BackendResult,
-    BackendStatus,
-    Chunk,
-    Progress,
-    SearchRequest,
-    SyncReport,
-    no_progress,
-)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # plugins import this module at start-up: keep it light
     from ._config import Config
     from ._embedding import Embedder
+    from ._types import BackendResult, BackendStatus, Chunk, SearchRequest, SyncReport
     from ._workspace import Snapshot
 
 
@@ -136,9 +129,16 @@ class Staging(ABC):
     migration may write again the last batch it wrote before the kill.
     """
 
+    batch_size: int = 1000
+    """Chunks per :meth:`write` this copy handles best (large appends for a columnar
+    store); a migration writes batches of this size unless given one."""
+
     @abstractmethod
     def write(self, chunks: Sequence[Chunk]) -> None:
-        """Add ``chunks`` (with embeddings), replacing any with the same id; durable on return."""
+        """Add ``chunks`` (with embeddings), replacing any with the same id.
+
+        On return the batch survives a kill of the process; a machine crash may lose the
+        copy's last writes (it is no live index), which :meth:`count` then shows."""
 
     @abstractmethod
     def count(self) -> int:

@@ -11,22 +11,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ._exceptions import EmbeddingError
-from ._types import Fallback, Progress, no_progress
+from ._progress_types import Progress, no_progress
 
-if TYPE_CHECKING:  # numpy is imported where vectors are made: `import memory_router` stays light
+if TYPE_CHECKING:  # numpy and sqlite3 are imported where used: start-up stays light
+    import sqlite3
+
     import numpy as np
     import numpy.typing as npt
+
+    from ._types import Fallback
 
     Vector: TypeAlias = npt.NDArray[np.float32]
 
@@ -117,6 +119,8 @@ class EmbeddingCache:
         self.max_entries = max_entries
         self.recovered: str | None = None
         self._lock = threading.Lock()
+        import sqlite3  # here, not at import: plugins load this module at start-up
+
         try:
             self._db = self._open()
         except sqlite3.DatabaseError as error:
@@ -129,6 +133,8 @@ class EmbeddingCache:
             self._db = self._open()
 
     def _open(self) -> sqlite3.Connection:
+        import sqlite3
+
         db = sqlite3.connect(self.path, check_same_thread=False, timeout=5.0)
         try:
             db.execute("PRAGMA journal_mode=WAL")
@@ -239,6 +245,8 @@ class Embedder:
                 self.provider = self._fallback()
             except EmbeddingError:
                 return False
+            from ._types import Fallback
+
             self.fallback_event = Fallback(
                 from_=failed.id, reason=error.message, at=datetime.now(UTC)
             )
@@ -303,6 +311,8 @@ class Embedder:
                     provider=provider.id,
                 )
             return {h: normalize(v) for (h, _), v in zip(batch, vectors, strict=True)}
+
+        from concurrent.futures import ThreadPoolExecutor
 
         workers = max(1, min(provider.concurrency, len(batches)))
         results: Iterator[dict[str, Vector]]

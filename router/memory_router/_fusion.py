@@ -25,7 +25,6 @@ backend's hybrid has the same semantics.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -195,6 +194,8 @@ def rrf_fusion(
 def _z(scores: Mapping[str, float]) -> dict[str, float]:
     if not scores:
         return {}
+    import statistics  # here: it pulls in decimal and fractions, which start-up need not
+
     values = list(scores.values())
     mean = statistics.fmean(values)
     spread = statistics.pstdev(values) if len(values) > 1 else 0.0

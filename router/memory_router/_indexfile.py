@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import struct
 import urllib.parse
 from collections.abc import Iterator
 from datetime import datetime
@@ -29,9 +30,7 @@ def vector_of(value: Any) -> tuple[float, ...] | None:
         raw = bytes(value)
         if not raw or len(raw) % 4:
             return None
-        import numpy as np  # here, not at import: the CLI starts without numpy
-
-        return tuple(np.frombuffer(raw, dtype=np.float32).tolist())
+        return struct.unpack(f"{len(raw) // 4}f", raw)  # float32, native order
     if isinstance(value, str) and value.strip():
         try:
             parsed = json.loads(value)

@@ -9,6 +9,7 @@ and re-exports its classes through :func:`lazy_exports` (see docs/plugins.md).
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,13 +21,16 @@ def lazy_exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]
 
         __getattr__ = lazy_exports(__name__, {"QmdBackend": "._backend"})
 
-    Pair it with the same imports under ``if TYPE_CHECKING:`` for type checkers.
+    Pair it with the same imports under ``if TYPE_CHECKING:`` for type checkers. A name,
+    once imported, is kept in the package's namespace, so later accesses are plain lookups.
     """
 
     def __getattr__(name: str) -> Any:
         module = names.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(module, package), name)
+        value = getattr(importlib.import_module(module, package), name)
+        setattr(sys.modules[package], name, value)
+        return value
 
     return __getattr__

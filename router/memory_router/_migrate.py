@@ -153,7 +153,7 @@ def migrate(
     source: str | None = None,
     source_path: str | None = None,
     resume: bool = False,
-    batch_size: int = BATCH,
+    batch_size: int | None = None,
     verify: int | None = None,
     queries: Sequence[str] = (),
     copy: bool = True,
@@ -170,7 +170,7 @@ def migrate(
     src, is_file = open_source(router, source, source_path)
     try:
         if copy:
-            report = _run(router, src, target, resume, max(1, batch_size), progress)
+            report = _run(router, src, target, resume, batch_size, progress)
         else:
             report = MigrationReport(
                 source=src.name, target=target, mode="none", reason="verify only", chunks=0
@@ -188,7 +188,12 @@ def migrate(
 
 
 def _run(
-    router: Router, src: Source, target: str, resume: bool, batch: int, progress: Progress
+    router: Router,
+    src: Source,
+    target: str,
+    resume: bool,
+    batch_size: int | None,
+    progress: Progress,
 ) -> MigrationReport:
     backend = router.backend(target)
     wanted = dict(router.fingerprint())
@@ -196,6 +201,7 @@ def _run(
     mode, reason = choose_mode(stored, wanted)
     embedder = router.embedder
     before = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
+    batch = max(1, batch_size or BATCH)
     seeded = 0
     if mode != "reuse" and same_space(stored, embedder):
         assert embedder is not None
@@ -217,7 +223,8 @@ def _run(
     if mode == "rebuild":
         report = _rebuild(router, target, base, progress)
     else:
-        copier = Copier(router, src, backend, staging, mode, wanted, batch, progress)
+        size = max(1, batch_size or (staging.batch_size if staging else BATCH))
+        copier = Copier(router, src, backend, staging, mode, wanted, size, progress)
         report = copier.run(base, resume)
     after = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
     return dataclasses.replace(
@@ -321,6 +328,7 @@ class Copier:
         if self.staging is not None:
             try:
                 if state.phase == "copying":
+                    _check_copy(self.staging, state)
                     state = self._copy(state)
                 save_checkpoint(self.path, dataclasses.replace(state, phase="publishing"))
                 self.staging.publish()
@@ -389,6 +397,18 @@ class Copier:
             )
             for c, v in zip(batch, vectors, strict=True)
         ]
+
+
+def _check_copy(staging: Staging, state: Checkpoint) -> None:
+    """Refuse to resume into a copy holding fewer chunks than the checkpoint says were
+    written (the copy is written without fsyncs: a machine crash can lose its tail)."""
+    if state.done and staging.count() < state.done:
+        raise InvalidInput(
+            f"the interrupted migration's copy holds fewer chunks than its checkpoint"
+            f" ({staging.count()} < {state.done}): it lost writes",
+            key="resume",
+            hint="run without --resume to start clean",
+        )
 
 
 def _count(src: Source) -> int:

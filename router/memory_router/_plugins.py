@@ -18,6 +18,7 @@ import pluggy
 
 from . import hookspecs
 from ._backend import BackendSpec
+from ._entrypoints import distribution, entry_points
 from ._exceptions import PluginError
 from ._providers import ProviderSpec
 
@@ -62,15 +63,17 @@ def get_plugin_manager(
 
 
 def _load_entrypoints(pm: pluggy.PluginManager, names: set[str] | None) -> None:
-    """Load the group's entry points (only ``names`` when given), recording their dists."""
-    try:
-        if names is None:
-            pm.load_setuptools_entrypoints(GROUP)
-        else:
-            for name in sorted(names):
-                pm.load_setuptools_entrypoints(GROUP, name=name)
-    except ImportError as error:
-        raise PluginError(f"a memory_router plugin failed to load: {error}") from None
+    """Load the group's entry points (only ``names`` when given), as pluggy would."""
+    for entry in entry_points(GROUP):
+        if names is not None and entry.name not in names:
+            continue
+        if pm.get_plugin(entry.name) is not None or pm.is_blocked(entry.name):
+            continue
+        try:
+            plugin = entry.load()
+        except ImportError as error:
+            raise PluginError(f"a memory_router plugin failed to load: {error}") from None
+        pm.register(plugin, name=entry.name)
 
 
 def _collect(kind: str, calls: Any, name_of: Any) -> dict[str, Any]:
@@ -108,19 +111,21 @@ def register_commands(pm: pluggy.PluginManager, cli: click.Group) -> None:
 def plugin_list(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
     """Loaded plugins with their hooks, for ``memory-router plugins``."""
     rows = []
+    entries = {entry.name: entry for entry in entry_points(GROUP)}
     for registered, plugin in sorted(pm.list_name_plugin(), key=lambda item: str(item[0])):
         # Plugins registered as objects get their id() as name; show what they are instead.
         name = registered
         if registered.isdigit():
             name = getattr(plugin, "__name__", None) or type(plugin).__qualname__
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
-        dist = next((d for p, d in pm.list_plugin_distinfo() if p is plugin), None)
+        entry = entries.get(registered)
+        dist = distribution(entry) if entry is not None else None
         rows.append(
             {
                 "name": name,
                 "hooks": hooks,
-                "distribution": dist.project_name if dist else None,
-                "version": dist.version if dist else None,
+                "distribution": dist[0] if dist else None,
+                "version": dist[1] if dist else None,
             }
         )
     return rows

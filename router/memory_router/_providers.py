@@ -12,11 +12,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
-from ._config import Config
-from ._embedding import EmbeddingProvider
 from ._exceptions import ConfigError, EmbeddingError
-from ._types import Fallback
+
+if TYPE_CHECKING:  # plugins import this module at start-up: keep it light
+    from ._config import Config
+    from ._embedding import EmbeddingProvider
+    from ._types import Fallback
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,7 +34,7 @@ class ProviderContext:
         return self.config.embedding
 
 
-ProviderFactory = Callable[[ProviderContext, str], EmbeddingProvider]
+ProviderFactory: TypeAlias = "Callable[[ProviderContext, str], EmbeddingProvider]"
 """``factory(context, model)`` builds a provider; ``model`` is ``""`` for its default."""
 
 
@@ -124,6 +127,8 @@ def choose_provider(specs: Mapping[str, ProviderSpec], context: ProviderContext)
                 f"{error.message}; fallback {fallback_name} failed too: {second.message}",
                 provider=requested,
             ) from None
+        from ._types import Fallback
+
         return ProviderChoice(
             provider=provider,
             requested=requested,

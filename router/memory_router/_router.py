@@ -9,11 +9,11 @@ import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from . import _entries, _files, _journal, _migrate, _plugins, _ranking
+from . import _entries, _files, _journal, _plugins, _ranking
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
 from ._breaker import CircuitBreaker, CircuitOpen
 from ._calls import call_with_deadline, contained, fail_closed, positive_int, unit_float
@@ -33,7 +33,6 @@ from ._explain import check_mode, check_workspace, with_below_min_score
 from ._health import HealthFile, seen_breakers
 from ._indexlock import INDEX_WAIT_S, index_lock
 from ._ledger import SyncLedger
-from ._migrate import MigrationReport
 from ._reconcile import Reconciler
 from ._setup import EmbeddingSetup
 from ._status import source_counts
@@ -52,6 +51,9 @@ from ._types import (
     no_progress,
 )
 from ._workspace import Snapshot, scrub, take_snapshot
+
+if TYPE_CHECKING:
+    from ._migrate import MigrationReport
 
 
 class Router:
@@ -443,16 +445,19 @@ class Router:
         verify: int | None = None,
         queries: Sequence[str] = (),
         copy: bool = True,
-        batch_size: int = 1000,
+        batch_size: int | None = None,
         progress: Progress = no_progress,
     ) -> MigrationReport:
         """Copy the index of backend ``source`` (or the index file ``source_path``) into
         backend ``target``, reusing vectors when the fingerprints match; built beside the
         live index and switched over when complete. ``resume`` continues a killed run;
         ``verify`` runs that many corpus queries (plus ``queries``) on both sides;
-        ``copy = False`` only verifies. See :mod:`memory_router._migrate`.
+        ``copy = False`` only verifies; ``batch_size`` (chunks per write and checkpoint)
+        defaults to what the target writes best. See :mod:`memory_router._migrate`.
         """
         self._check_open()
+        from . import _migrate  # only `migrate` uses it (and its verification)
+
         path = os.fspath(source_path) if source_path is not None else None
         return _migrate.migrate(
             self,

@@ -7,7 +7,11 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
+
+# Re-exported here, defined apart so that modules needing only them stay light.
+from ._progress_types import Progress as Progress
+from ._progress_types import no_progress as no_progress
 
 Source = Literal["memory", "sessions"]
 """Where a memory file came from: workspace Markdown, or agent session transcripts."""
@@ -301,13 +305,3 @@ class RouterStatus(_ToDict):
     sources: Mapping[str, int]
     can_answer: bool = True
     breakers_seen_at: datetime | None = None
-
-
-class Progress(Protocol):
-    """Called during long work: ``advance(n)`` after n units, ``total`` may grow."""
-
-    def __call__(self, *, done: int, total: int, label: str) -> None: ...
-
-
-def no_progress(*, done: int, total: int, label: str) -> None:
-    """A :class:`Progress` that ignores every report."""

@@ -9,7 +9,6 @@ server instead of loading everything in a cold process.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import urllib.parse
@@ -124,8 +123,11 @@ class ServiceClient:
         """The JSON answer; API errors are raised as :class:`MemoryRouterError` subclasses.
 
         The standard library's ``http.client``: a CLI process that only asks a running
-        server pays for no HTTP library import (httpx alone costs more than the query).
+        server pays for no HTTP library import (httpx alone costs more than the query);
+        imported here, since most processes find no server and never use it.
         """
+        import http.client
+
         parts = urllib.parse.urlsplit(self.url)
         body = None if json_body is None else json.dumps(json_body).encode("utf-8")
         headers = {**self._headers, "Accept": "application/json"}

@@ -7,20 +7,7 @@ from pathlib import Path
 import pytest
 
 from memory_router import NotFound, Router, SearchRequest, testing
-from migrate_support import CountingEmbedder, corpus, make_router
-
-
-def lance_router(tmp_path: Path, workspace: Path) -> Router:
-    config = testing.router_config(
-        tmp_path / "state-root",
-        workspace,
-        backend="sqlite",
-        embedding="counting",
-        settings=None,
-        sync={"on_search": False},
-        backends={"lancedb": {"uri": str(tmp_path / "lance")}},
-    )
-    return make_router(config)
+from migrate_support import CountingEmbedder, corpus, lance_router
 
 
 def ids(router: Router, name: str) -> list[str]:
@@ -66,6 +53,8 @@ def test_staging_survives_a_restart_and_discard_leaves_the_live_store(tmp_path: 
         lance = router.backend("lancedb")
         resumed = lance.stage(fingerprint={}, resume=True)
         assert resumed.count() == 3
+        resumed.write(chunks[1:4])  # overlaps what the killed run wrote: each id once
+        assert resumed.count() == 4
         resumed.discard()
         with pytest.raises(NotFound):
             lance.stage(fingerprint={}, resume=True)

@@ -6,20 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import Progress, Router, testing
-from migrate_support import CountingEmbedder, corpus, make_router
-
-
-def lance_router(tmp_path: Path, workspace: Path) -> Router:
-    config = testing.router_config(
-        tmp_path / "state-root",
-        workspace,
-        backend="sqlite",
-        embedding="counting",
-        sync={"on_search": False},
-        backends={"lancedb": {"uri": str(tmp_path / "lance")}},
-    )
-    return make_router(config)
+from memory_router import Progress, testing
+from migrate_support import CountingEmbedder, corpus, lance_router
 
 
 class Interrupt(Exception):

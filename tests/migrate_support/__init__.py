@@ -106,6 +106,19 @@ def make_router(config: Config) -> Router:
     return Router.from_config(config, plugins=[testing, CountingPlugin()])
 
 
+def lance_router(tmp_path: Path, workspace: Path) -> Router:
+    """A sqlite-chain router with a LanceDB backend in ``tmp_path/lance`` (counting provider)."""
+    config = router_config(
+        tmp_path / "state-root",
+        workspace,
+        backend="sqlite",
+        embedding="counting",
+        sync={"on_search": False},
+        backends={"lancedb": {"uri": str(tmp_path / "lance")}},
+    )
+    return make_router(config)
+
+
 def config_for(
     tmp_path: Path, workspace: Path, name: str, embedding: str = "counting", **tables: Any
 ) -> Config:

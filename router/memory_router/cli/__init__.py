@@ -1,7 +1,9 @@
 """The ``memory-router`` command line, one module per command group.
 
 :func:`build_cli` assembles a fresh root group (built-in commands plus those plugins add
-through ``register_commands``); :func:`memory_router._cli.main` runs it.
+through ``register_commands``); :func:`memory_router._cli.main` runs it. A built-in
+command's module is imported only when that command runs (:mod:`._lazy`), so ``--help``
+and each command load only what they use.
 """
 
 from __future__ import annotations
@@ -11,44 +13,17 @@ import pluggy
 
 from memory_router import __version__, _plugins
 
-from ._agent import capture, context, flush
-from ._app import CliState, CommandError, RootGroup, report_error
-from ._bench import bench
-from ._entries import entries, forget, recall, store
-from ._info import plugins, status
-from ._memory import get, index, search
-from ._migrate import config, migrate
-from ._ops import agents, doctor, reset
+from ._app import CliState, CommandError, report_error
+from ._lazy import LazyGroup, load_all
 
-__all__ = ["CliState", "CommandError", "build_cli", "report_error"]
-
-BUILTIN_COMMANDS: tuple[click.Command, ...] = (
-    index,
-    search,
-    get,
-    store,
-    recall,
-    forget,
-    entries,
-    status,
-    plugins,
-    doctor,
-    reset,
-    agents,
-    flush,
-    context,
-    capture,
-    migrate,
-    config,
-    bench,
-)
+__all__ = ["CliState", "CommandError", "build_cli", "load_all", "report_error"]
 
 
 def build_cli(pm: pluggy.PluginManager | None = None) -> click.Group:
     """The root ``memory-router`` group over plugin manager ``pm`` (a fresh one by default)."""
     pm = pm if pm is not None else _plugins.get_plugin_manager()
 
-    @click.group(cls=RootGroup, pm=pm, context_settings={"help_option_names": ["-h", "--help"]})
+    @click.group(cls=LazyGroup, pm=pm, context_settings={"help_option_names": ["-h", "--help"]})
     @click.option(
         "--config",
         "config_path",
@@ -72,7 +47,5 @@ def build_cli(pm: pluggy.PluginManager | None = None) -> click.Group:
             pm=pm, config=config_path, workspace=workspace, agent=agent, traceback=traceback
         )
 
-    for command in BUILTIN_COMMANDS:
-        cli.add_command(command)
     _plugins.register_commands(pm, cli)
     return cli

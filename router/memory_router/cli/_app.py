@@ -12,14 +12,15 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 import pluggy
 
 from memory_router._exceptions import MemoryRouterError
-from memory_router._router import Router
-from memory_router._workspace import scrub
+
+if TYPE_CHECKING:  # imported when used, so `--help` does not load them
+    from memory_router._router import Router
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
@@ -49,6 +50,8 @@ class CliState:
 
     def router(self) -> Router:
         if self._router is None:
+            from memory_router._router import Router
+
             self._router = Router.from_config(
                 self.config, plugin_manager=self.pm, **self.overrides()
             )
@@ -141,6 +144,8 @@ def state(ctx: click.Context) -> CliState:
 
 def echo_json(value: Any) -> None:
     """Print ``value`` as indented JSON on stdout (always valid UTF-8)."""
+    from memory_router._workspace import scrub
+
     click.echo(scrub(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
 
 
@@ -150,6 +155,8 @@ def read_argument(value: str) -> str:
     Bytes that are not UTF-8 (on stdin, or in argv, where Python keeps them as lone
     surrogates) become replacement characters: user text is scrubbed here, once.
     """
+    from memory_router._workspace import scrub
+
     if value != "-":
         return scrub(value)
     stream = getattr(sys.stdin, "buffer", None)

@@ -49,7 +49,10 @@ DEFAULT_QUERIES = 20
 )
 @click.option("--verify-only", is_flag=True, help="Compare source and target, copy nothing.")
 @click.option(
-    "--batch-size", type=click.IntRange(min=1), default=1000, help="Chunks per batch (1000)."
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Chunks per batch (default: what the target writes best).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
@@ -63,7 +66,7 @@ def migrate(
     queries: str | None,
     min_overlap: float | None,
     verify_only: bool,
-    batch_size: int,
+    batch_size: int | None,
     as_json: bool,
 ) -> None:
     """Copy the index of one backend (or an index file) into another.
