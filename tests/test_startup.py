@@ -125,6 +125,22 @@ def test_every_public_name_resolves_lazily() -> None:
         getattr(memory_router, "no_such_name")  # noqa: B009 - the lazy __getattr__
 
 
+def test_type_checkers_see_the_same_names_as_the_lazy_table() -> None:
+    """The ``if TYPE_CHECKING:`` imports of ``memory_router/__init__.py`` mirror ``_EXPORTS``."""
+    import ast
+
+    tree = ast.parse(Path(memory_router.__file__).read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.dump(n))
+    seen = {
+        (f".{node.module}", alias.name)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    table = {(module, name) for module, names in memory_router._EXPORTS.items() for name in names}
+    assert seen == table
+
+
 def command_modules() -> dict[str, click.Command]:
     """Every command defined at the top of a ``memory_router.cli`` module, subcommands out."""
     import importlib
@@ -189,8 +205,13 @@ print(json.dumps({"heavy": [m for m in json.loads(sys.argv[2]) if m in sys.modul
                   "out": out.getvalue()}))
 """
     heavy = [m for m in HEAVY if m not in ("memory_router_sqlite._backend", "sqlite_vec")]
-    # Nor HTTP (no server runs), migration or another command's module.
-    heavy += ["http.client", "memory_router._migrate", "memory_router.cli._bench"]
+    # Nor HTTP (no server runs), migration, redaction (no transcripts) or another command.
+    heavy += [
+        "http.client",
+        "memory_router._migrate",
+        "memory_router._redact",
+        "memory_router.cli._bench",
+    ]
     found = json.loads(run_python(code, str(config), json.dumps(heavy)))
     assert "MEMORY.md" in found["out"]
     assert found["heavy"] == []

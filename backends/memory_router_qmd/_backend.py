@@ -27,8 +27,8 @@ from memory_router import (
     SearchRequest,
     Snapshot,
     SyncReport,
-    extract_keywords,
     no_progress,
+    query_keywords,
 )
 
 from . import _queries
@@ -154,7 +154,7 @@ class QmdBackend(Backend):
         self, raw: list[RawHit], collections: dict[str, Collection], query: str
     ) -> list[RawHit]:
         """Cite each document's lines with the most (rarity-weighted) query keywords."""
-        weights = keyword_weights(self.runner.index_path, extract_keywords(query))
+        weights = keyword_weights(self.runner.index_path, query_keywords(query))
         max_chars = self.context.config.query.max_snippet_chars
         cited = []
         for hit in raw:

@@ -25,6 +25,7 @@ from ._process import QmdRunner, tail, terminate
 
 PROTOCOL_VERSION = "2025-06-18"
 _BACKOFF_START, _BACKOFF_MAX = 1.0, 60.0
+_HUNG_GRACE_S = 0.5
 
 
 @dataclass(slots=True)
@@ -127,7 +128,18 @@ class _Child:
                 ) from None
 
     def stop(self, grace: float = 2.0) -> None:
-        """Close stdin (QMD shuts down on EOF), then kill the group if it lingers."""
+        """Close stdin (QMD shuts down on EOF), then kill the group if it lingers.
+
+        A child that still owes an answer (a call the router gave up on at its deadline)
+        is not waited for: its group is killed at once, so closing a router whose sidecar
+        hangs costs at most ``_HUNG_GRACE_S``, not the full grace and ``kill_grace_s``.
+        """
+        with self.lock:
+            owes_answer = bool(self.pending)
+        if owes_answer:
+            self.killed = True
+            terminate(self.process, min(self.runner.kill_grace_s, _HUNG_GRACE_S))
+            grace = _HUNG_GRACE_S
         try:
             if self.process.stdin is not None:
                 self.process.stdin.close()

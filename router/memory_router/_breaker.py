@@ -64,6 +64,28 @@ class CircuitBreaker:
                 self._opened_mono = self._clock()
                 self._opened_at = datetime.now(UTC)
 
+    def restore(self, recorded: BreakerState) -> None:
+        """Take over what another process recorded: an open circuit stays open for the rest
+        of its cooldown (counted from when it opened), a half-open one probes with one call.
+
+        Only a trouble state is taken; a closed record changes nothing.
+        """
+        if recorded.state == "closed":
+            return
+        with self._lock:
+            self._failures = recorded.failures
+            self._last_error = recorded.last_error
+            self._opened_at = recorded.opened_at
+            elapsed = self.cooldown_s
+            if recorded.state == "open" and recorded.opened_at is not None:
+                elapsed = max(0.0, (datetime.now(UTC) - recorded.opened_at).total_seconds())
+            if elapsed < self.cooldown_s:
+                self._state = "open"
+                self._opened_mono = self._clock() - elapsed
+            else:
+                self._state = "half-open"
+                self._probing = False
+
     def snapshot(self) -> BreakerState:
         with self._lock:
             state = self._state

@@ -4,7 +4,9 @@
 recent fallbacks, with times and the process that wrote them. A router writes it only
 when something changed (a breaker moved, a new fallback), with a small atomic write
 (a temporary file renamed over the old one) under an ``flock``, so readers never see
-half a file and concurrent writers never lose each other's fallbacks.
+half a file and concurrent writers never lose each other's fallbacks. A new router starts
+its breakers from the record, so a process started after another saw a backend fail
+skips it for the rest of the cooldown (:meth:`HealthFile.restore`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ._breaker import CircuitBreaker
 from ._types import BreakerState, Fallback
 
 HEALTH_FILE = "health.json"
@@ -33,10 +36,7 @@ class HealthFile:
 
     def record(self, breakers: Mapping[str, BreakerState], last: Fallback | None) -> None:
         """Persist ``breakers`` and ``last`` if they differ from what this process wrote."""
-        seen = (
-            {n: (b.state, b.failures, b.last_error) for n, b in breakers.items()},
-            last.at if last else None,
-        )
+        seen = (_seen(breakers), last.at if last else None)
         if seen == self._written or (self._written is None and _quiet(breakers, last)):
             return
         self._written = seen
@@ -53,6 +53,20 @@ class HealthFile:
                 fallbacks=fallbacks[-KEEP_FALLBACKS:],
             )
             _write_atomic(self.path, data)
+
+    def restore(self, breakers: Mapping[str, CircuitBreaker], cooldown_s: float) -> None:
+        """Start ``breakers`` from the recorded ones, so a process started after another saw
+        a backend fail does not pay that backend's timeout again within the cooldown.
+
+        What was taken counts as written: the next change (a probe closing the circuit)
+        is recorded even though it is quiet.
+        """
+        recorded, _ = self.breakers(cooldown_s)
+        for name, state in recorded.items():
+            if name in breakers:
+                breakers[name].restore(state)
+        if any(s.state != "closed" for s in recorded.values()):
+            self._written = (_seen({n: b.snapshot() for n, b in breakers.items()}), None)
 
     def read(self) -> dict[str, Any]:
         """The recorded state (``{}`` when none or unreadable)."""
@@ -88,6 +102,10 @@ class HealthFile:
             yield
         finally:
             os.close(fd)
+
+
+def _seen(breakers: Mapping[str, BreakerState]) -> dict[str, tuple[str, int, str | None]]:
+    return {n: (b.state, b.failures, b.last_error) for n, b in breakers.items()}
 
 
 def _quiet(breakers: Mapping[str, BreakerState], last: Fallback | None) -> bool:
@@ -147,7 +165,7 @@ def seen_breakers(
 ) -> tuple[dict[str, BreakerState], Fallback | None, datetime | None]:
     """What ``status`` reports: this process's breakers once it has seen trouble, else the
     recorded ones (with when they were recorded)."""
-    if not _quiet(own, own_last):
-        return dict(own), own_last, datetime.now(UTC)
+    if not _quiet(own, own_last):  # its own, or taken from the record at its start
+        return dict(own), own_last or health.last_fallback(), datetime.now(UTC)
     recorded, seen_at = health.breakers(cooldown_s)
     return {n: recorded.get(n, b) for n, b in own.items()}, health.last_fallback(), seen_at

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from ._chunking import RawChunk, sha256_hex
-from ._redact import redact_messages
 from ._types import Document
 
 __all__ = [
@@ -134,6 +133,8 @@ def _read_entry(path: Path) -> SessionEntry:
             texts.append(message[1])
             line_map.append(number)
             stamps.append(_timestamp_ms(record))
+    from ._redact import redact_messages  # here: its patterns compile at import
+
     lines = [f"{label}: {text}" for label, text in zip(labels, redact_messages(texts), strict=True)]
     return _entry(lines, line_map, stamps, generated=generated)
 

@@ -3,17 +3,18 @@
 A chunk longer than ``max_snippet_chars`` used to be cut at its head, so an answer in its
 second half was never shown to the agent. :func:`best_window` picks the run of whole lines
 that fits the budget and holds the most distinct query keywords (ties: the earliest);
-:func:`best_lines` gives the same run as line numbers, for a backend that cites lines of
-a whole document, and :func:`best_runs` the next best runs too. Keywords may be weighted
+:func:`best_lines` gives such a run as line numbers, for a backend that cites lines of a
+whole document, and :func:`best_runs` the next best runs too. Keywords may be weighted
 (e.g. by rarity): a keyword's stem then counts its weight instead of 1.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from ._keywords import extract_keywords
+from ._keywords import query_keywords
 
 
 def _stem(word: str) -> str:
@@ -25,7 +26,7 @@ def _stem_weights(query: str, weights: Mapping[str, float] | None) -> dict[str, 
     """Each keyword stem of ``query`` and its weight (the largest of its keywords'; 1 by
     default, and for a keyword ``weights`` does not name)."""
     out: dict[str, float] = {}
-    for keyword in extract_keywords(query):
+    for keyword in query_keywords(query):
         weight = 1.0 if weights is None else max(0.0, weights.get(keyword, 1.0))
         stem = _stem(keyword)
         out[stem] = max(out.get(stem, 0.0), weight)
@@ -62,8 +63,8 @@ def keyword_coverage(query: str, text: str, weights: Mapping[str, float] | None 
     """The share of ``query``'s keywords (crudely stemmed) that occur in ``text``; 1 when
     the query has no keywords.
 
-    With ``weights`` (keyword → weight, as :func:`extract_keywords` spells it) the share
-    is of the total weight, so a rare keyword counts more than a common one.
+    With ``weights`` (keyword → weight, as :func:`query_keywords` spells it) the share is
+    of the total weight, so a rare keyword counts more than a common one.
     """
     stems = _stem_weights(query, weights)
     total = sum(stems.values())
@@ -71,6 +72,43 @@ def keyword_coverage(query: str, text: str, weights: Mapping[str, float] | None 
         return 1.0
     lowered = text.lower()
     return sum(w for s, w in stems.items() if s in lowered) / total
+
+
+def term_weights(terms: list[frozenset[str]]) -> dict[str, float]:
+    """Each term's weight inside one chunk: ``log(1 + lines / lines holding it)``.
+
+    A term on every line (a speaker's name in a transcript) weighs ``log 2``; a term on one
+    line of ten weighs ``log 11`` — so the window goes to the lines with the telling terms.
+    """
+    counts: dict[str, int] = {}
+    for found in terms:
+        for term in found:
+            counts[term] = counts.get(term, 0) + 1
+    return {t: math.log(1 + len(terms) / n) for t, n in counts.items()}
+
+
+def best_window(text: str, query: str, max_chars: int) -> str:
+    """``text`` if it fits; else the window of whole lines with the most telling query terms
+    (see :func:`window`)."""
+    return window(text, query, max_chars)[1]
+
+
+def window(text: str, query: str, max_chars: int) -> tuple[int, str]:
+    """``(index of the first line shown, snippet)``: ``text`` if it fits; else the window of
+    whole lines with the most telling query terms.
+
+    The window starts at a line with a query term and grows over the following lines
+    while it fits; windows are compared by the summed :func:`term_weights` of the distinct
+    terms they hold (ties: the earliest). When no line matches, or one line alone is too
+    long, the head of the best line onward is cut at ``max_chars``.
+    """
+    if len(text) <= max_chars:
+        return 0, text
+    lines = text.split("\n")
+    terms = line_terms(lines, query)
+    run, _ = _best_run(lines, terms, term_weights(terms), max_chars, ())
+    start = run[0] if run else 0
+    return start, "\n".join(lines[start:])[:max_chars]
 
 
 def best_lines(
@@ -114,10 +152,11 @@ def best_runs(
 def _best_run(
     lines: Sequence[str],
     terms: Sequence[frozenset[str]],
-    stems: Mapping[str, float],
+    weights: Mapping[str, float],
     max_chars: int,
     taken: Sequence[tuple[int, int]],
 ) -> tuple[tuple[int, int] | None, float]:
+    """The best run of lines outside ``taken`` and its summed term weight."""
     best, best_value = None, -1.0
     for start in range(len(lines)):
         if (start and not terms[start]) or any(a <= start < b for a, b in taken):
@@ -129,21 +168,7 @@ def _best_run(
             size += len(lines[end]) + 1
             seen |= terms[end]
             end += 1
-        value = sum(stems[s] for s in seen)
-        if value > best_value:
+        value = sum(weights[s] for s in seen)
+        if value > best_value + 1e-9:
             best, best_value = (start, end), value
     return best, best_value
-
-
-def best_window(text: str, query: str, max_chars: int) -> str:
-    """``text`` if it fits; else the window of whole lines with the most query terms.
-
-    The window starts at a line with a query term and grows over the following lines
-    while it fits; when no line matches, or one line alone is too long, the head of the
-    best line onward is cut at ``max_chars``.
-    """
-    if len(text) <= max_chars:
-        return text
-    lines = text.split("\n")
-    start, _ = best_lines(lines, query, max_chars)
-    return "\n".join(lines[start:])[:max_chars]

@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 
 from . import _chunking, _discovery, _journal, _sessions, _structure
 from ._config import Config
-from ._redact import REDACTION_VERSION
 from ._types import Chunk, Document
 
 FTS_ONLY = "fts-only"
@@ -164,7 +163,11 @@ def fingerprint_for(
     """The index fingerprint (provider, model, key, dims, chunking, sources, scope, and the
     redaction version when transcripts are indexed: a better redaction rebuilds the index)."""
     sources: Sequence[str] = sorted(set(config.sources))
-    redaction = {"redaction": REDACTION_VERSION} if config.sessions_enabled else {}
+    redaction: dict[str, int] = {}
+    if config.sessions_enabled:  # imported here: its ~60 patterns compile at import
+        from ._redact import REDACTION_VERSION
+
+        redaction = {"redaction": REDACTION_VERSION}
     return {
         "provider": provider,
         "model": model,

@@ -45,6 +45,22 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def running_from(folder: Path) -> list[int]:
+    """Pids of live processes whose command line names a file under ``folder``."""
+    found = []
+    marker = str(folder).encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker in cmdline and alive(int(proc.name)):
+            found.append(int(proc.name))
+    return found
+
+
 def wait_until(predicate, timeout: float, step: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

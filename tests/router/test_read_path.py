@@ -43,6 +43,7 @@ class Knobs:
         self.sync_gate = threading.Event()
         self.sync_gate.set()
         self.syncs = 0
+        self.sidecar_searches = 0
 
 
 KNOBS = Knobs()
@@ -93,6 +94,7 @@ class Sidecar(Scripted):
     sync_in_background = True
 
     def search(self, request: SearchRequest) -> BackendResult:
+        KNOBS.sidecar_searches += 1
         if KNOBS.sidecar_down:
             raise RuntimeError("sidecar down")
         return super().search(request)
@@ -240,3 +242,30 @@ def test_asking_whether_a_sync_is_due_changes_nothing() -> None:
     assert ledger.is_new_session("s")
     ledger.note_session("s")
     assert not ledger.is_new_session("s")
+
+
+def test_a_new_router_process_starts_from_the_recorded_open_circuit(make: Any) -> None:
+    """A CLI process started after another saw the sidecar fail skips it for the rest of
+    the cooldown instead of paying its timeout again; after the cooldown one call probes,
+    and the probe's success is recorded for the next process."""
+    breaker = {"failure_threshold": 1, "cooldown_s": 0.6}
+    KNOBS.sidecar_down = True
+    first = make(["sidecar", "scripted"], breaker=breaker)
+    assert first.search("zebra").backend == "scripted"
+    assert KNOBS.sidecar_searches == 1
+
+    second = make(["sidecar", "scripted"], breaker=breaker)
+    assert second.status().breakers["sidecar"].state == "open"
+    answer = second.search("zebra")
+    assert answer.backend == "scripted"
+    assert "circuit open" in answer.attempts[0].reason
+    assert "sidecar down" in answer.attempts[0].reason
+    assert KNOBS.sidecar_searches == 1  # not asked
+
+    time.sleep(0.7)
+    KNOBS.sidecar_down = False
+    third = make(["sidecar", "scripted"], breaker=breaker)
+    assert third.search("zebra").backend == "sidecar"  # the probe
+    assert KNOBS.sidecar_searches == 2
+    fourth = make(["sidecar", "scripted"], breaker=breaker)
+    assert fourth.status().breakers["sidecar"].state == "closed"
