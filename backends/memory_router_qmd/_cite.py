@@ -3,11 +3,12 @@
 QMD returns whole documents; in keyword mode each keyword is its own ``lex`` sub-query
 and QMD takes the snippet from the chunk matching its *first* keyword, so the cited lines
 often missed the answer. Here the document is read back from the collection folder and
-the cited lines become the run of whole lines, within ``max_snippet_chars``, that holds
-the most query keywords (:func:`memory_router.best_lines`), each keyword weighted by its
-rarity in the index. A document that cannot be read any more (deleted, unreadable, not
-UTF-8, huge) keeps QMD's own lines and snippet; so does one in which no keyword occurs
-now (edited since QMD indexed it, or found by meaning in ``vsearch``/``query`` mode).
+cited as up to :data:`RUNS_PER_DOCUMENT` runs of whole lines, each within
+``max_snippet_chars``, holding the most query keywords (:func:`memory_router.best_runs`),
+each keyword weighted by its rarity in the index. A document that cannot be read any more
+(deleted, unreadable, not UTF-8, huge) keeps QMD's own lines and snippet; so does one in
+which no keyword occurs now (edited since QMD indexed it). Only ``search`` mode is
+re-cited: in ``vsearch`` and ``query`` QMD chose the chunk by meaning.
 
 ``coverage`` is the weighted share of the query's keywords inside the cited lines (0–1),
 what the ``search`` mode's score is built from (see :mod:`._results`).
