@@ -1,7 +1,9 @@
 """First index of a synthetic workspace through ``Router.sync``, per embedding route.
 
-Each file holds one ~1,300-character chunk of Python standard-library prose (~300 word
-pieces, truncated at 256 by MiniLM), numbered so no two texts are alike. Routes:
+Each file holds ~1,300 characters of Python standard-library prose, numbered so no two
+texts are alike: one chunk at the chunk size of the first runs, three at the default of 200
+(40 overlapping), so ``--chunks N`` (files) makes ~3N chunks; the tables count chunks.
+Routes:
 ``hash`` (the plumbing embedder: what the pipeline costs without a model), ``minilm`` as
 it ran before issue #12 (numpy, multi-threaded BLAS, one batch at a time), ``minilm``
 now (the verified onnxruntime route) and ``minilm-int8``. Every route indexes the same
@@ -14,8 +16,8 @@ the first N files instead, in the same run, before the full index of the first r
 
     .venv/bin/python bench/bench_index.py --chunks 10000 --routes hash
     .venv/bin/python bench/bench_index.py --chunks 200 --routes numpy-before,minilm,minilm-int8
-    .venv/bin/python bench/bench_index.py --chunks 10000 --routes minilm \
-        --sample 200 --sample-routes numpy,minilm
+    .venv/bin/python bench/bench_index.py --chunks 3334 --routes minilm \
+        --sample 100 --sample-routes numpy,minilm        # ~10k chunks
 """
 
 from __future__ import annotations
