@@ -1,13 +1,16 @@
 """Benchmark the LanceDB backend beside the built-in SQLite backend, in one process.
 
     .venv/bin/python bench/bench_lancedb.py [--sizes 10000,100000] [--queries 100] [--s3]
-    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--ann-index ivf_pq]
+        [--s3-interval 1]
+    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--ann-index ivf_pq] \
+        [--nprobes 20,50] [--refine 5,10]
     .venv/bin/python bench/bench_lancedb.py --processes 30 [--s3]
     .venv/bin/python bench/bench_lancedb.py --quick
 
 For each size the same synthetic workspace as ``bench_sqlite.py`` (Zipf words, ~350
 character chunks, the 384-d hashing embedder) is synced into SQLite, LanceDB on a local
-folder and, with ``--s3``, LanceDB on a loopback moto S3 server; then ``optimize()`` is
+folder and, with ``--s3``, LanceDB on a loopback moto S3 server (``read_consistency_interval_s``
+= ``--s3-interval``, 1 s by default as docs/backends.md advises); then ``optimize()`` is
 timed, and every query runs on each backend in turn (interleaved, so machine load hits
 all alike). ``--ann N`` imports N synthetic chunks, builds the ANN index and measures
 vector search p50 and recall@10 against exact search. ``--processes S`` runs 2 writer and
@@ -32,6 +35,7 @@ import numpy as np
 from bench_sqlite import percentiles, queries, write_corpus
 
 from memory_router import Chunk, Router, SearchRequest, testing
+from memory_router_lancedb import _search
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -55,7 +59,7 @@ def request(q: str) -> SearchRequest:
     return SearchRequest(query=q, max_results=6, min_score=0.0, candidates=24)
 
 
-def compare(size: int, count: int, server: S3Server | None) -> None:
+def compare(size: int, count: int, server: S3Server | None, interval: float) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-lance-") as tmp:
         base = Path(tmp)
         workspace = base / "ws"
@@ -69,7 +73,11 @@ def compare(size: int, count: int, server: S3Server | None) -> None:
             uri = f"s3://{BUCKET}/bench/{uuid.uuid4().hex}"
             stores["lancedb s3 (moto)"] = (
                 "lancedb",
-                {"uri": uri, "storage_options": server.options()},
+                {
+                    "uri": uri,
+                    "storage_options": server.options(),
+                    "read_consistency_interval_s": interval,
+                },
             )
         routers = {
             label: router(base / label.replace(" ", "-"), workspace, name, settings)
@@ -114,7 +122,7 @@ def build(r: Router, name: str) -> dict[str, Any]:
     return {"sync_s": sync_s, "chunks": report.chunks, "optimize_ms": optimize_ms}
 
 
-def ann(rows: int, count: int, index: str) -> None:
+def ann(rows: int, count: int, index: str, probes: list[int], refines: list[int]) -> None:
     """Import ``rows`` synthetic chunks, build the ANN index, compare with exact search."""
     embedder = testing.HashingEmbedder()
     vocab_rng = np.random.default_rng(5)
@@ -155,39 +163,43 @@ def ann(rows: int, count: int, index: str) -> None:
         backend.optimize()  # builds the ANN index (ann_min_rows = 1) and compacts
         build_s = time.perf_counter() - started
         rng = np.random.default_rng(9)
-        exact_ms, ann_ms, recalls = [], [], []
-        for k in rng.choice(len(texts), size=count, replace=False):
-            words = texts[int(k)].split()
-            vector = embedder.vector(" ".join(rng.choice(words, size=4, replace=False)))
-            search = tables.chunks.search(vector, vector_column_name="vector").distance_type(
-                "cosine"
-            )
+        picks = rng.choice(len(texts), size=count, replace=False)
+        vectors = [
+            embedder.vector(" ".join(rng.choice(texts[int(k)].split(), size=4, replace=False)))
+            for k in picks
+        ]
+        exact_ms, truths = [], []
+        for vector in vectors:
+            search = tables.chunks.search(vector, vector_column_name="vector")
             started = time.perf_counter()
-            truth = search.bypass_vector_index().limit(10).select(["id"]).to_arrow()
+            exact = search.distance_type("cosine").bypass_vector_index().limit(10)
+            truth = exact.select(["id", "_distance"])
+            truths.append(set(truth.to_arrow().column("id").to_pylist()))
             exact_ms.append((time.perf_counter() - started) * 1000)
-            search = tables.chunks.search(vector, vector_column_name="vector").distance_type(
-                "cosine"
-            )
-            started = time.perf_counter()
-            found = (
-                search.refine_factor(settings_refine(backend)).limit(10).select(["id"]).to_arrow()
-            )
-            ann_ms.append((time.perf_counter() - started) * 1000)
-            a, b = set(truth.column("id").to_pylist()), set(found.column("id").to_pylist())
-            recalls.append(len(a & b) / max(1, len(a)))
+        e50, e95 = percentiles(exact_ms)
+        for nprobes in probes:
+            for refine in refines:
+                ann_ms, recalls = [], []
+                for vector, truth in zip(vectors, truths, strict=True):
+                    started = time.perf_counter()
+                    found = _search.vector_rows(
+                        tables.chunks,
+                        vector,
+                        where=None,
+                        limit=10,
+                        refine_factor=refine,
+                        nprobes=nprobes,
+                    )
+                    ann_ms.append((time.perf_counter() - started) * 1000)
+                    recalls.append(len(truth & set(found)) / max(1, len(truth)))
+                a50, a95 = percentiles(ann_ms)
+                print(
+                    f"| {rows} | {index} | {nprobes} | {refine} | {import_s:.0f} | {build_s:.0f}"
+                    f" | {e50:.1f} / {e95:.1f} | {a50:.1f} / {a95:.1f}"
+                    f" | {float(np.mean(recalls)):.3f} | {os.getloadavg()[0]:.1f} |",
+                    flush=True,
+                )
         r.close()
-    e50, e95 = percentiles(exact_ms)
-    a50, a95 = percentiles(ann_ms)
-    print(
-        f"| {rows} | {index} | {import_s:.0f} | {build_s:.0f} | {e50:.1f} / {e95:.1f}"
-        f" | {a50:.1f} / {a95:.1f} | {float(np.mean(recalls)):.3f} |",
-        flush=True,
-    )
-
-
-def settings_refine(backend: Any) -> int:
-    refine: int = backend.settings.refine_factor
-    return refine
 
 
 def processes(seconds: float, server: S3Server | None) -> None:
@@ -255,8 +267,16 @@ def main() -> None:
     parser.add_argument(
         "--s3", action="store_true", help="also measure LanceDB on a loopback moto S3 server"
     )
+    parser.add_argument(
+        "--s3-interval",
+        type=float,
+        default=1.0,
+        help="read_consistency_interval_s of the S3 store (0 = check before every read)",
+    )
     parser.add_argument("--ann", type=int, default=0, help="rows for the ANN recall run")
-    parser.add_argument("--ann-index", default="ivf_pq")
+    parser.add_argument("--ann-index", default="ivf_hnsw_sq")
+    parser.add_argument("--nprobes", default="20", help="ANN run: comma-separated nprobes")
+    parser.add_argument("--refine", default="5", help="ANN run: comma-separated refine factors")
     parser.add_argument(
         "--processes", type=float, default=0, help="seconds of the multi-process run"
     )
@@ -277,11 +297,13 @@ def main() -> None:
             return
         if args.ann:
             print(
-                "| rows | index | import s | index build + optimize s | exact p50/p95 ms"
-                " | ANN p50/p95 ms | recall@10 |"
+                "| rows | index | nprobes | refine | import s | index build + optimize s"
+                " | exact p50/p95 ms | ANN p50/p95 ms | recall@10 | load |"
             )
-            print("|---|---|---|---|---|---|---|")
-            ann(args.ann, min(args.queries, 100), args.ann_index)
+            print("|---|---|---|---|---|---|---|---|---|---|")
+            probes = [int(n) for n in args.nprobes.split(",")]
+            refines = [int(n) for n in args.refine.split(",")]
+            ann(args.ann, min(args.queries, 100), args.ann_index, probes, refines)
             return
         print(
             "| chunks | store | sync s | chunks/s | optimize ms | hybrid p50/p95 ms"
@@ -289,7 +311,7 @@ def main() -> None:
         )
         print("|---|---|---|---|---|---|---|")
         for size in (int(s) for s in args.sizes.split(",")):
-            compare(size, args.queries, server)
+            compare(size, args.queries, server, args.s3_interval)
     finally:
         if server is not None:
             server.stop()

@@ -18,6 +18,8 @@ from memory_router import (
     BackendStatus,
     Chunk,
     EmbeddingError,
+    EntryMatch,
+    EntryRequest,
     Explain,
     Hit,
     MemoryRouterError,
@@ -26,14 +28,15 @@ from memory_router import (
     Snapshot,
     Staging,
     SyncReport,
+    Unsupported,
     fuse,
     keyword_coverage,
     no_progress,
     vector_scale,
 )
 
-from . import _housekeeping, _search, _transfer, _vectors
-from ._search import Row
+from . import _housekeeping, _recall, _search, _transfer, _vectors
+from ._search import Row, Scope
 from ._settings import LanceSettings, is_remote, mask_uri
 from ._staging import LanceStaging
 from ._store import LanceStore, Pointer, Tables
@@ -129,60 +132,81 @@ class LanceBackend(Backend):
 
     def _search(self, pointer: Pointer, request: SearchRequest) -> BackendResult:
         tables = self.store.tables(pointer.generation)
-        where = _search.prefilter(request.sources)
-        limit = request.candidates
-        hybrid = self.context.config.query.hybrid
-        has_fts = _housekeeping.has_fts(tables.chunks)
+        scope = _search.scope(tables, request.sources, request.category)
+        if scope is None:
+            return self._result(tables, [], mode="hybrid", relaxed=None)
         embedder = self.context.embedder
-        if embedder is None or pointer.dims is None:
-            rows = _search.keyword_rows(tables.chunks, request.query, where=where, limit=limit)
-            hits = [self._hit(r, text_score=r.score) for r in rows.values()] if has_fts else []
-            return self._result(tables, hits, mode="keyword", relaxed=0.0)
-        try:
-            query_vector = embedder.embed_query(request.query)
-        except EmbeddingError as error:
-            rows = (
-                _search.keyword_rows(tables.chunks, request.query, where=where, limit=limit)
-                if has_fts
-                else {}
-            )
-            note = f"query embedding failed, keyword-only answer: {error.message}"
+        note: tuple[str, ...] = ()
+        query_vector = None
+        if embedder is not None and pointer.dims is not None:
+            try:
+                query_vector = embedder.embed_query(request.query)
+            except EmbeddingError as error:
+                note = (f"query embedding failed, keyword-only answer: {error.message}",)
+        has_fts = _housekeeping.has_fts(scope.table)
+        if query_vector is None:
+            rows = self._keyword(scope, request, None) if has_fts else {}
             hits = [self._hit(r, text_score=r.score) for r in rows.values()]
-            return self._result(tables, hits, mode="keyword", relaxed=0.0, notes=(note,))
+            return self._result(tables, hits, mode="keyword", relaxed=0.0, notes=note)
+        loaded = self._loaded_vectors(tables) if scope.chunks else None
         keyword_leg: Future[dict[str, Row]] | None = None
+        hybrid = self.context.config.query.hybrid
         if hybrid.enabled and has_fts:
-            keyword_leg = self._legs.submit(
-                _search.keyword_rows, tables.chunks, request.query, where=where, limit=limit
-            )
-        vector = self._vector_rows(tables, query_vector, request.sources, where, limit)
+            keyword_leg = self._legs.submit(self._keyword, scope, request, loaded)
+        vector = self._vector_rows(scope, loaded, query_vector, request)
         if keyword_leg is None:
             hits = [self._hit(r, vector_score=r.score) for r in vector.values()]
             return self._result(tables, hits, mode="vector", relaxed=None)
         keyword = keyword_leg.result()
         hits = merge(keyword, vector, request.query, self.context, self.name)
+        limit = request.candidates
         return self._result(tables, hits[:limit], mode="hybrid", relaxed=hybrid.text_weight)
+
+    def _keyword(
+        self, scope: Scope, request: SearchRequest, loaded: _vectors.Loaded | None
+    ) -> dict[str, Row]:
+        return _search.keyword_rows(
+            scope.table,
+            request.query,
+            where=scope.where,
+            limit=request.candidates,
+            known=loaded,
+            columns=scope.columns,
+        )
+
+    def _loaded_vectors(self, tables: Tables) -> _vectors.Loaded | None:
+        """The chunks' vectors and rows in memory, when ``vector_search`` uses them (the
+        caller checked the generation has vectors)."""
+        mode = self.settings.vector_search
+        if mode == "lance":
+            return None
+        if mode == "auto" and _housekeeping.has_ann(tables.chunks):
+            return None
+        budget = self.settings.memory_budget_mb * 2**20
+        return self._vectors.load(tables.generation, tables.chunks, budget)
 
     def _vector_rows(
         self,
-        tables: Tables,
+        scope: Scope,
+        loaded: _vectors.Loaded | None,
         query_vector: Any,
-        sources: tuple[str, ...] | None,
-        where: str | None,
-        limit: int,
+        request: SearchRequest,
     ) -> dict[str, Row]:
         """Exact search in memory while the vectors fit (``vector_search``), else LanceDB's."""
         if not np.any(query_vector):
             return {}
-        ann = _housekeeping.has_ann(tables.chunks)
-        mode = self.settings.vector_search
-        if mode == "memory" or (mode == "auto" and not ann):
-            budget = self.settings.memory_budget_mb * 2**20
-            loaded = self._vectors.load(tables.generation, tables.chunks, budget)
-            if loaded is not None:
-                return _vectors.top(loaded, query_vector, sources=sources, limit=limit)
-        refine = self.settings.refine_factor if ann else None
+        limit = request.candidates
+        if loaded is not None:
+            return _vectors.top(loaded, query_vector, sources=request.sources, limit=limit)
+        ann = scope.chunks and _housekeeping.has_ann(scope.table)
         return _search.vector_rows(
-            tables.chunks, query_vector, where=where, limit=limit, refine_factor=refine
+            scope.table,
+            query_vector,
+            where=scope.where,
+            limit=limit,
+            refine_factor=self.settings.refine_factor if ann else None,
+            nprobes=self.settings.nprobes if ann else None,
+            columns=scope.columns,
         )
 
     def _result(
@@ -212,6 +236,17 @@ class LanceBackend(Backend):
             return hits
         entries = _transfer.entries_by_chunk(tables.entries, ids)
         return [replace(h, entry=entries[h.chunk_id]) if h.chunk_id in entries else h for h in hits]
+
+    def recall_entries(self, request: EntryRequest) -> tuple[EntryMatch, ...]:
+        """Entries from the ``entries`` table's vectors and native columns."""
+        pointer = self._pointer()
+        if pointer is None or pointer.dims is None:
+            raise Unsupported("the store has no entry vectors yet", backend=self.name)
+        tables = self.store.guard("recall", lambda: self.store.tables(pointer.generation))
+        found: tuple[EntryMatch, ...] = self.store.guard(
+            "recall", lambda: _recall.recall(tables.entries, request)
+        )
+        return found
 
     # -- status, close, transfer --------------------------------------------------------
 

@@ -13,14 +13,24 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from memory_router import extract_keywords
+from memory_router import query_keywords
 
-from ._store import in_list
+from ._store import Tables, in_list, quote
 
 MAX_TERMS = 64
 COLUMNS = ["id", "path", "source", "start_line", "end_line", "text"]
+# The same row shape read from the ``entries`` table (a hit names the entry's chunk).
+ENTRY_COLUMNS = {
+    "id": "chunk_id",
+    "path": "path",
+    "source": "'memory'",
+    "start_line": "start_line",
+    "end_line": "end_line",
+    "text": "text",
+}
+Columns = list[str] | dict[str, str]
 _WORD = re.compile(r"\w+")
 
 
@@ -37,16 +47,43 @@ class Row:
     score: float
 
 
+class Known(Protocol):
+    """Rows already in memory, by id."""
+
+    def row(self, chunk_id: str, score: float) -> Row | None: ...
+
+
 def keywords(query: str) -> list[str]:
     """The keyword leg's terms: extracted keywords (raw tokens when none), numbers kept."""
     tokens = _WORD.findall(query)
-    found = extract_keywords(query) or [t.lower() for t in tokens]
-    found += [t for t in dict.fromkeys(tokens) if t.isdigit() and t not in found]
-    return found[:MAX_TERMS]
+    return (query_keywords(query) or [t.lower() for t in tokens])[:MAX_TERMS]
 
 
 def prefilter(sources: Sequence[str] | None) -> str | None:
     return in_list("source", list(sources)) if sources else None
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What one search reads: ``table`` under the ``where`` prefilter, as ``columns``.
+
+    ``chunks`` is true for the chunks table (vectors in memory and the ANN index apply);
+    a search for one category of entries reads the ``entries`` table instead.
+    """
+
+    table: Any
+    where: str | None
+    columns: Columns
+    chunks: bool
+
+
+def scope(tables: Tables, sources: Sequence[str] | None, category: str | None) -> Scope | None:
+    """The search's :class:`Scope`; ``None`` when the filters exclude everything."""
+    if category is None:
+        return Scope(tables.chunks, prefilter(sources), COLUMNS, True)
+    if sources and "memory" not in sources:
+        return None  # entries live in the journal, a memory file
+    return Scope(tables.entries, f"category = {quote(category)}", ENTRY_COLUMNS, False)
 
 
 def _rows(records: list[dict[str, Any]], score: Any) -> dict[str, Row]:
@@ -64,8 +101,23 @@ def _rows(records: list[dict[str, Any]], score: Any) -> dict[str, Row]:
     }
 
 
-def keyword_rows(table: Any, query: str, *, where: str | None, limit: int) -> dict[str, Row]:
-    """BM25 over the OR of :func:`keywords`; ``{}`` when there is nothing to match."""
+def _with(columns: Columns, extra: str) -> Columns:
+    return {**columns, extra: extra} if isinstance(columns, dict) else [*columns, extra]
+
+
+def keyword_rows(
+    table: Any,
+    query: str,
+    *,
+    where: str | None,
+    limit: int,
+    known: Known | None = None,
+    columns: Columns = COLUMNS,
+) -> dict[str, Row]:
+    """BM25 over the OR of :func:`keywords`; ``{}`` when there is nothing to match.
+
+    With ``known`` (the rows held in memory) only ids and scores are read from the index.
+    """
     terms = keywords(query)
     if not terms:
         return {}
@@ -76,8 +128,18 @@ def keyword_rows(table: Any, query: str, *, where: str | None, limit: int) -> di
     builder = table.search(match, query_type="fts")
     if where:
         builder = builder.where(where, prefilter=True)
-    records = builder.limit(limit).select([*COLUMNS, "_score"]).to_arrow().to_pylist()
-    return _rows(records, lambda r: r["_score"] / (1.0 + r["_score"]))
+    if known is not None:
+        found = builder.limit(limit).select(["id", "_score"]).to_arrow().to_pydict()
+        rows = [known.row(i, bm25(s)) for i, s in zip(found["id"], found["_score"], strict=True)]
+        if all(r is not None for r in rows):
+            return {r.id: r for r in rows if r is not None}
+    records = builder.limit(limit).select(_with(columns, "_score")).to_arrow().to_pylist()
+    return _rows(records, lambda r: bm25(r["_score"]))
+
+
+def bm25(score: float) -> float:
+    """A raw BM25 score mapped into [0, 1) as ``s / (1 + s)``."""
+    return float(score) / (1.0 + float(score))
 
 
 def vector_rows(
@@ -87,12 +149,18 @@ def vector_rows(
     where: str | None,
     limit: int,
     refine_factor: int | None,
+    nprobes: int | None = None,
+    columns: Columns = COLUMNS,
 ) -> dict[str, Row]:
-    """Nearest chunks by cosine similarity (score = 1 − cosine distance)."""
+    """Nearest chunks by cosine similarity (score = 1 − cosine distance); with an ANN
+    index, ``nprobes`` partitions are searched and ``refine_factor × limit`` candidates
+    re-ranked by their exact distance."""
     builder = table.search(list(vector), vector_column_name="vector").distance_type("cosine")
     if refine_factor:
         builder = builder.refine_factor(refine_factor)
+    if nprobes:
+        builder = builder.nprobes(nprobes)
     if where:
         builder = builder.where(where, prefilter=True)
-    records = builder.limit(limit).select([*COLUMNS, "_distance"]).to_arrow().to_pylist()
+    records = builder.limit(limit).select(_with(columns, "_distance")).to_arrow().to_pylist()
     return _rows(records, lambda r: 1.0 - r["_distance"])

@@ -38,6 +38,7 @@ class LanceSettings:
     ann_min_rows: int = 100_000
     ann_index: Literal["ivf_pq", "ivf_hnsw_sq", "ivf_flat"] = "ivf_hnsw_sq"
     refine_factor: int = 5
+    nprobes: int = 20
     vector_search: Literal["auto", "memory", "lance"] = "auto"
     memory_budget_mb: int = 512
     keep_generations: int = 2
@@ -54,7 +55,7 @@ class LanceSettings:
             )
         if self.max_retries < 0:
             raise ValueError("max_retries must be 0 or more")
-        names = ("write_retries", "refine_factor", "keep_generations", "ann_min_rows")
+        names = ("write_retries", "refine_factor", "nprobes", "keep_generations", "ann_min_rows")
         for name in (*names, "memory_budget_mb"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")

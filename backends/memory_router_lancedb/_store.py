@@ -56,6 +56,7 @@ class LanceStore:
         self._meta: Any = None
         self._tables: dict[str, Tables] = {}
         self._pointer: tuple[float, Pointer | None] | None = None
+        self._pointer_version: int | None = None
         self._lock = threading.RLock()
         self.write_lock = threading.Lock()
         self.writes_since_optimize = 0
@@ -138,11 +139,21 @@ class LanceStore:
     # -- the live generation --------------------------------------------------------------
 
     def pointer(self, *, fresh: bool = False) -> Pointer | None:
-        """The live generation; cached for ``read_consistency_interval_s`` unless ``fresh``."""
+        """The live generation; cached for ``read_consistency_interval_s`` unless ``fresh``.
+
+        At an interval of 0 every call checks ``meta``'s version (one manifest check) and
+        reads its rows only when another commit moved it.
+        """
         now = time.monotonic()
         cached = self._pointer
         interval = self.settings.read_consistency_interval_s
         if not fresh and cached is not None and interval > 0 and now - cached[0] < interval:
+            return cached[1]
+        meta = self.meta(create=False)
+        version = int(meta.version) if meta is not None else -1
+        seen = self._pointer_version
+        if not fresh and cached is not None and seen is not None and seen == version:
+            self._pointer = (now, cached[1])
             return cached[1]
         current = self.read_meta().get("current")
         pointer = (
@@ -151,6 +162,7 @@ class LanceStore:
             else Pointer(current["generation"], current["fingerprint"], current.get("dims"))
         )
         self._pointer = (now, pointer)
+        self._pointer_version = version
         return pointer
 
     def tables(self, generation: str) -> Tables:
@@ -188,6 +200,7 @@ class LanceStore:
         }
         self.write_meta("current", value)
         self._pointer = (time.monotonic(), Pointer(tables.generation, fingerprint, dims))
+        self._pointer_version = None
 
     def drop_generation(self, generation: str) -> None:
         with self._lock:
@@ -217,6 +230,7 @@ class LanceStore:
             self._meta = None
             self._db = None
             self._pointer = None
+            self._pointer_version = None
 
 
 def upsert(table: Any, key: str, rows: Any, *, stale: str | None = None) -> Any:

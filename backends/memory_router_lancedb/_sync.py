@@ -58,9 +58,18 @@ class Indexer:
     """Writes documents' chunks (with vectors when an embedder is given) into one generation."""
 
     def __init__(
-        self, store: LanceStore, tables: Tables, embedder: Embedder | None, *, journal: str
+        self,
+        store: LanceStore,
+        tables: Tables,
+        embedder: Embedder | None,
+        *,
+        journal: str,
+        empty: bool = False,
     ) -> None:
         self.store = store
+        # A new generation's tables only ever get this process's rows, each id once:
+        # plain appends, no merge against what is there (which grows with the table).
+        self.empty = empty
         self.tables = tables
         self.embedder = embedder
         self.journal = journal
@@ -181,6 +190,8 @@ class Indexer:
         return [kept.get(c.id) or found[c.id] for c in chunks]
 
     def _stored_vectors(self, ids: list[str]) -> dict[str, Sequence[float]]:
+        if self.empty:
+            return {}
         rows = (
             self.tables.chunks.search()
             .where(in_list("id", ids))
@@ -240,7 +251,10 @@ class Indexer:
                 self._delete(table, stale)
             return
         data = _schema._pa().Table.from_pylist(rows, schema=table.schema)
-        with_retries(lambda: upsert(table, key, data, stale=stale), attempts=attempts)
+        if self.empty:
+            with_retries(lambda: table.add(data), attempts=attempts)
+        else:
+            with_retries(lambda: upsert(table, key, data, stale=stale), attempts=attempts)
         self.store.writes_since_optimize += 1
 
 
@@ -309,7 +323,7 @@ def sync_generation(
     dims = _dims(wanted, embedder)
     fresh = store.new_generation(dims)
     try:
-        Indexer(store, fresh, embedder, journal=journal).run(snapshot, counts, progress)
+        Indexer(store, fresh, embedder, journal=journal, empty=True).run(snapshot, counts, progress)
         store.switch(fresh, wanted, dims)
     except BaseException:
         store.drop_generation(fresh.generation)

@@ -24,8 +24,14 @@ from ._search import COLUMNS, Row
 class Loaded:
     key: tuple[str, int]
     rows: list[dict[str, Any]]
+    positions: dict[str, int]
     sources: np.ndarray
     matrix: np.ndarray
+
+    def row(self, chunk_id: str, score: float) -> Row | None:
+        """The chunk ``chunk_id`` as a :class:`Row` scored ``score`` (``None`` if unknown)."""
+        at = self.positions.get(chunk_id)
+        return None if at is None else _row(self.rows[at], score)
 
 
 class VectorCache:
@@ -45,19 +51,21 @@ class VectorCache:
         with self._lock:
             if self._loaded is not None and self._loaded.key == key:
                 return self._loaded
-            rows = int(table.count_rows())
+            count = int(table.count_rows())
             dims = int(table.schema.field("vector").type.list_size)
-            if rows * (dims * 4 + 600) > budget_bytes:  # vectors plus ~600 bytes of row
+            if count * (dims * 4 + 600) > budget_bytes:  # vectors plus ~600 bytes of row
                 self._loaded = None
                 return None
-            data = table.search().select([*COLUMNS, "vector"]).limit(max(rows, 1)).to_arrow()
+            data = table.search().select([*COLUMNS, "vector"]).limit(max(count, 1)).to_arrow()
             vectors = data.column("vector").combine_chunks()
             flat = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
             matrix = flat.reshape(len(vectors), dims) if len(vectors) else flat.reshape(0, dims)
+            rows = data.select(COLUMNS).to_pylist()
             self._loaded = Loaded(
                 key,
-                data.select(COLUMNS).to_pylist(),
-                np.asarray(data.column("source").to_pylist(), dtype=object),
+                rows,
+                {r["id"]: i for i, r in enumerate(rows)},
+                np.asarray(data.column("source").to_pylist(), dtype=str),
                 np.nan_to_num(matrix),
             )
             return self._loaded
@@ -77,16 +85,13 @@ def top(
     best = best[np.argsort(-scores[best])]
     found = {}
     for i in best:
-        if not np.isfinite(scores[i]):
-            continue
-        r = loaded.rows[int(i)]
-        found[r["id"]] = Row(
-            r["id"],
-            r["path"],
-            r["source"],
-            int(r["start_line"]),
-            int(r["end_line"]),
-            r["text"],
-            float(scores[i]),
-        )
+        if np.isfinite(scores[i]):
+            r = loaded.rows[int(i)]
+            found[r["id"]] = _row(r, float(scores[i]))
     return found
+
+
+def _row(r: dict[str, Any], score: float) -> Row:
+    return Row(
+        r["id"], r["path"], r["source"], int(r["start_line"]), int(r["end_line"]), r["text"], score
+    )

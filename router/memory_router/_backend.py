@@ -15,6 +15,8 @@ from ._settings import parse_settings
 if TYPE_CHECKING:  # plugins import this module at start-up: keep it light
     from ._config import Config
     from ._embedding import Embedder
+    from ._entries import EntryMatch
+    from ._entry_recall import EntryRequest
     from ._types import BackendResult, BackendStatus, Chunk, SearchRequest, SyncReport
     from ._workspace import Snapshot
 
@@ -86,6 +88,13 @@ class Backend(ABC):
         chunk id is the simple way.
         """
         raise Unsupported(f"backend {self.name!r} cannot export chunks", backend=self.name)
+
+    def recall_entries(self, request: EntryRequest) -> tuple[EntryMatch, ...]:
+        """Entries nearest to ``request.vector`` from the backend's own entries table
+        (``request.category`` applied before ranking), nearest first; ``score`` may equal
+        ``similarity`` (the router weighs them). Optional: the router reads the journal
+        when a backend raises :class:`Unsupported`."""
+        raise Unsupported(f"backend {self.name!r} cannot recall entries", backend=self.name)
 
     def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
         """Add chunks exported elsewhere; returns how many were written."""

@@ -78,12 +78,15 @@ class RecallResult(_ToDict):
     """The answer to :meth:`Router.recall`: entries only, best first.
 
     ``method`` is how similarity was measured: ``"vector"`` (embeddings) or ``"keyword"``.
+    ``backend`` names the backend that answered from its own entries table, or is
+    ``None`` when the journal was read (see :mod:`._entry_recall`).
     """
 
     query: str
     results: tuple[EntryMatch, ...]
     category: Category | None = None
     method: Literal["vector", "keyword"] = "keyword"
+    backend: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

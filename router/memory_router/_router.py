@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from . import _entries, _files, _journal, _plugins, _ranking
+from . import _entries, _files, _filters, _journal, _plugins, _ranking
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
 from ._breaker import CircuitBreaker, CircuitOpen
 from ._calls import call_with_deadline, contained, fail_closed, positive_int, unit_float
 from ._config import Config, apply_overrides, ensure_dir, load_config
 from ._embedding import Embedder
 from ._entries import EntryBook, ForgetResult, RecallResult, StoreResult
+from ._entry_recall import native_recall
 from ._exceptions import (
     BackendError,
     BackendTimeout,
@@ -47,6 +48,7 @@ from ._types import (
     RouterStatus,
     SearchRequest,
     SearchResponse,
+    Source,
     SyncReport,
     no_progress,
 )
@@ -273,6 +275,8 @@ class Router:
         mode: str | None = None,
         session_key: str | None = None,
         explain: bool = False,
+        sources: Sequence[Source] | None = None,
+        category: Category | None = None,
     ) -> SearchResponse:
         """Search memory; the first healthy backend of the chain answers.
 
@@ -282,11 +286,13 @@ class Router:
         ``router.timeout_s``; a sidecar's sync never holds the search, a standby's at most
         ``router.sync_wait_s``, and ``notes`` say when the answer may be stale or
         degraded, and why. ``explain`` attaches an :class:`Explain` to every hit and
-        returns the candidates left out in ``dropped``.
+        returns the candidates left out in ``dropped``. ``sources`` limits the hits to those
+        sources, ``category`` to entries of that category (see :mod:`._filters`).
         """
         self._check_open()
         if not isinstance(query, str):
             raise InvalidInput("query must be a string", key="query")
+        chosen = _filters.check_sources(sources), _filters.check_category(category)
         if session_key is not None and not isinstance(session_key, str):
             raise InvalidInput("session_key must be a string", key="session_key")
         q = self.config.query
@@ -309,9 +315,11 @@ class Router:
             query=text,
             max_results=limit,
             min_score=threshold,
-            candidates=min(200, max(1, limit * q.hybrid.candidate_multiplier)),
+            candidates=q.hybrid.candidates(limit),
             mode=mode,
             timeout=self.config.router.timeout_s,
+            sources=chosen[0],
+            category=chosen[1],
         )
         try:
             return self._answer(
@@ -391,7 +399,7 @@ class Router:
 
             result = call_with_deadline(name, call, deadline)
         breaker.success()
-        return result, notes
+        return _filters.keep(result, request), notes
 
     def _fail(self, name: str, error: MemoryRouterError) -> Fallback:
         """The one failure path: count it on the breaker (unless it was open) and record it."""
@@ -438,10 +446,11 @@ class Router:
 
     def migrate(
         self,
-        target: str,
+        target: str | None = None,
         *,
         source: str | None = None,
         source_path: str | os.PathLike[str] | None = None,
+        target_path: str | os.PathLike[str] | None = None,
         resume: bool = False,
         verify: int | None = None,
         queries: Sequence[str] = (),
@@ -450,7 +459,8 @@ class Router:
         progress: Progress = no_progress,
     ) -> MigrationReport:
         """Copy the index of backend ``source`` (or the index file ``source_path``) into
-        backend ``target``, reusing vectors when the fingerprints match; built beside the
+        backend ``target`` (or the SQLite index file ``target_path``), reusing vectors
+        when the fingerprints match; built beside the
         live index and switched over when complete. ``resume`` continues a killed run;
         ``verify`` runs that many corpus queries (plus ``queries``) on both sides;
         ``copy = False`` only verifies; ``batch_size`` (chunks per write and checkpoint)
@@ -460,11 +470,13 @@ class Router:
         from . import _migrate  # only `migrate` uses it (and its verification)
 
         path = os.fspath(source_path) if source_path is not None else None
+        to_path = os.fspath(target_path) if target_path is not None else None
         return _migrate.migrate(
             self,
             target,
             source=source,
             source_path=path,
+            target_path=to_path,
             resume=resume,
             batch_size=batch_size,
             verify=verify,
@@ -523,6 +535,17 @@ class Router:
             raise InvalidInput("query must be a string", key="query")
         count = positive_int(limit, "limit") if limit is not None else _entries.DEFAULT_RECALL_LIMIT
         chosen = _entries.valid_category(category)
+        native = native_recall(
+            lambda: self.backend(self.config.router.chain[0]),
+            self._reconciler,
+            self.embedder,
+            self.config,
+            scrub(query),
+            category=chosen,
+            limit=count,
+        )
+        if native is not None:
+            return native
         return self._book.recall(scrub(query), category=chosen, limit=count)
 
     def forget_entry(

@@ -109,6 +109,9 @@ class SearchRequest(_ToDict):
     ``candidates`` is how many hits the backend should return at most (the router shapes
     them down to ``max_results`` afterwards). ``mode`` is a backend-specific override
     (``None`` = the backend's configured mode). ``timeout`` is seconds left for this call.
+    ``sources`` (``None`` = all) and ``category`` (only entries of that category; ``None`` =
+    no such filter) should be applied before ranking; the router drops what still does not
+    match.
     """
 
     query: str
@@ -118,6 +121,7 @@ class SearchRequest(_ToDict):
     mode: str | None = None
     sources: tuple[Source, ...] | None = None
     timeout: float | None = None
+    category: Category | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -116,6 +116,18 @@ def progress_bar(*, enabled: bool) -> Iterator[_types.Progress]:
 @click.option(
     "--explain", is_flag=True, help="Show each hit's score factors and why candidates were dropped."
 )
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    type=click.Choice(["memory", "sessions"]),
+    help="Only hits from this source (repeatable); searches in this process.",
+)
+@click.option(
+    "--category",
+    type=click.Choice(["preference", "fact", "decision", "entity", "other"]),
+    help="Only entries of this category; searches in this process.",
+)
 @click.pass_context
 def search(
     ctx: click.Context,
@@ -126,6 +138,8 @@ def search(
     as_json: bool,
     local: bool,
     explain: bool,
+    sources: tuple[str, ...],
+    category: str | None,
 ) -> None:
     """Search memory for QUERY: its words, quoted or not ('-' reads it from stdin).
 
@@ -134,15 +148,18 @@ def search(
     """
     text = read_argument(" ".join(query))
     options: dict[str, Any] = {"max_results": max_results, "min_score": min_score, "mode": mode}
+    filters: dict[str, Any] = {"sources": sources or None, "category": category}
     if explain:  # the explanation is computed here: a server does not send it
-        explain_here(state(ctx), text, options, as_json=as_json)
+        explain_here(state(ctx), text, {**options, **filters}, as_json=as_json)
         return
-    answer = None if local else remote_search(state(ctx), text, options)
+    here = local or sources or category  # a server's search takes no filters
+    answer = None if here else remote_search(state(ctx), text, options)
     if answer is None:
         router = state(ctx).router()
         answer = router.search(
             text,
             **options,
+            **filters,
             # OpenClaw's CLI session key: a direct chat, so citations=auto decorates hits.
             session_key=cli_session_key(router.config.agent_id),
         ).to_dict()
