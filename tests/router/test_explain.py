@@ -126,7 +126,8 @@ def test_an_answer_of_only_zero_scores_is_no_match_not_hits_below_the_threshold(
     # about physics: vector candidates under the calibrated floor score 0, match nothing.
     with build(tmp_path) as router:
         everything = router.search("quantum chromodynamics lattice", min_score=0.0)
-        assert everything.results and all(h.score == 0 for h in everything.results)
+        assert everything.results
+        assert all(h.score == 0 for h in everything.results)
         answer = router.search("quantum chromodynamics lattice", min_score=0.2)
         assert answer.results == ()
         assert answer.below_min_score is None
