@@ -4,9 +4,9 @@ After a sync the FTS index is created when missing; ``optimize()`` (compaction, 
 new rows into the indexes, removing versions older than ``cleanup_older_than_hours``) runs
 every ``optimize_every_writes`` writes (a large rebuild reaches that by itself), or when
 ``optimize_interval_minutes`` have passed since the last optimize or since the live
-generation was switched in (a fresh generation is a few large fragments); the ANN vector index is built in the same
-maintenance once ``ann_min_rows`` chunks exist. Rows written since the last fold stay
-searchable (Lance scans them), only slower.
+generation was switched in (a fresh generation is a few large fragments); the ANN vector
+index is built in the same maintenance once ``ann_min_rows`` chunks exist. Rows written
+since the last fold stay searchable (Lance scans them), only slower.
 """
 
 from __future__ import annotations
