@@ -1,6 +1,7 @@
 """Benchmark ``migrate``: SQLite -> SQLite (and -> LanceDB when installed), resume, kills.
 
     .venv/bin/python bench/bench_migrate.py [--chunks 100000] [--kills 0] [--targets sqlite]
+                                            [--batch N]  # default: the target's own
     .venv/bin/python bench/bench_migrate.py --quick          # 10k chunks, 3 random kills
 
 A synthetic workspace (the SQLite bench's Zipf corpus, ~350-character chunks) is indexed
@@ -10,8 +11,8 @@ a fresh target:
 * a full migration with vector reuse: its time, and the embedding calls (must be 0);
 * the first ``index`` after it (files adopted, nothing embedded);
 * ``--verify 20``: time and top-10 overlap;
-* a migration killed with SIGKILL at 50 % in a child process, then ``--resume``: the
-  resume's time against the full migration's, and the chunks it skipped;
+* per target, a migration killed with SIGKILL at 50 % in a child process, then
+  ``--resume``: the resume's time against the full migration's, and the chunks it skipped;
 * ``--kills K``: K kills at random moments, then a resume, and a check that the target
   holds exactly the source's chunks (ids, texts and vector bytes).
 
@@ -84,28 +85,33 @@ def build_source(base: Path, workspace: Path) -> tuple[Path, float]:
     return source, elapsed
 
 
-def child(config_file: str, source: str, batch: int) -> None:
+def child(config_file: str, source: str, batch: int, target: str) -> None:
     """Migrate in this process, printing progress lines (the parent kills it)."""
     config = load_config(config_file, environ={})
-    resume = (config.agent_state_path / "migrations" / "sqlite.json").exists()
+    resume = (config.agent_state_path / "migrations" / f"{target}.json").exists()
 
     def progress(*, done: int, total: int, label: str) -> None:
         print(label, done, total, flush=True)
 
     with router(config) as r:
-        r.migrate("sqlite", source_path=source, resume=resume, batch_size=batch, progress=progress)
+        r.migrate(
+            target, source_path=source, resume=resume, batch_size=batch or None, progress=progress
+        )
     print("done", flush=True)
 
 
-def spawn(config: Config, source: Path, batch: int) -> subprocess.Popen[str]:
+def spawn(config: Config, source: Path, batch: int, target: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_ROUTER_")}
     script = [sys.executable, __file__, "--child", str(config.file), str(source), str(batch)]
+    script.append(target)
     return subprocess.Popen(script, stdout=subprocess.PIPE, text=True, env=env)
 
 
-def kill_at(config: Config, source: Path, batch: int, share: float, jitter: float) -> int:
+def kill_at(
+    config: Config, source: Path, batch: int, share: float, jitter: float, target: str = "sqlite"
+) -> int:
     """Run a child migration and SIGKILL it once ``share`` of the chunks are copied."""
-    proc = spawn(config, source, batch)
+    proc = spawn(config, source, batch, target)
     assert proc.stdout is not None
     done = 0
     for line in proc.stdout:
@@ -129,7 +135,7 @@ def rows(path: Path) -> dict[str, tuple[str, bytes]]:
 def full_run(base: Path, workspace: Path, source: Path, target: str, batch: int) -> float:
     with router(make_config(base, workspace, f"full-{target}", target)) as r:
         CountingHash.calls.clear()
-        report = r.migrate(target, source_path=source, batch_size=batch)
+        report = r.migrate(target, source_path=source, batch_size=batch or None)
         calls = len(CountingHash.calls)
         print(
             f"{target}: {report.mode}, {report.chunks} chunks in {report.duration_ms / 1000:.1f} s,"
@@ -153,27 +159,30 @@ def full_run(base: Path, workspace: Path, source: Path, target: str, batch: int)
         return report.duration_ms / 1000
 
 
-def resume_run(base: Path, workspace: Path, source: Path, batch: int, full_s: float) -> None:
-    config = make_config(base, workspace, "resume")
-    at = kill_at(config, source, batch, 0.5, 0.0)
+def resume_run(
+    base: Path, workspace: Path, source: Path, batch: int, full_s: float, target: str
+) -> None:
+    config = make_config(base, workspace, f"resume-{target}", target)
+    at = kill_at(config, source, batch, 0.5, 0.0, target)
     with router(config) as r:
-        report = r.migrate("sqlite", source_path=source, resume=True, batch_size=batch)
+        report = r.migrate(target, source_path=source, resume=True, batch_size=batch or None)
     resume_s = report.duration_ms / 1000
     print(
-        f"resume after a kill at {at} chunks: {resume_s:.1f} s ({resume_s / full_s:.0%} of the"
-        f" full migration), skipped {report.skipped}, wrote {report.written}",
+        f"{target}: resume after a kill at {at} chunks: {resume_s:.1f} s ({resume_s / full_s:.0%}"
+        f" of the full migration), skipped {report.skipped}, wrote {report.written}",
         flush=True,
     )
 
 
 def kill_run(base: Path, workspace: Path, source: Path, batch: int, kills: int) -> None:
     config = make_config(base, workspace, "kills")
+    batch = batch or 1000  # small enough that kills land inside the copy
     rng = random.Random(11)
     points = [
         kill_at(config, source, batch, rng.random(), rng.uniform(0, 0.05)) for _ in range(kills)
     ]
     with router(config) as r:
-        r.migrate("sqlite", source_path=source, resume=True, batch_size=batch)
+        r.migrate("sqlite", source_path=source, resume=True, batch_size=batch or None)
         live = Path(r.backend("sqlite").status(deep=True).details["path"])
     same = rows(live) == rows(source)
     print(f"{kills} random kills (at {points} chunks), then resume: exact chunk set {same}")
@@ -183,11 +192,11 @@ def kill_run(base: Path, workspace: Path, source: Path, batch: int, kills: int) 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--chunks", type=int, default=100_000)
-    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=0, help="0: the target's own")
     parser.add_argument("--kills", type=int, default=0)
     parser.add_argument("--targets", default="sqlite,lancedb")
     parser.add_argument("--quick", action="store_true", help="10k chunks and 3 random kills")
@@ -200,15 +209,16 @@ def main() -> None:
         write_corpus(workspace, args.chunks)
         source, _ = build_source(base, workspace)
         installed = _installed()
-        full_s = 0.0
+        print(f"load average before: {os.getloadavg()[0]:.1f}", flush=True)
+        full: dict[str, float] = {}
         for target in args.targets.split(","):
             if target not in installed:
                 print(f"{target}: not installed, skipped", flush=True)
                 continue
-            seconds = full_run(base, workspace, source, target, args.batch)
-            full_s = seconds if target == "sqlite" else full_s
-        if full_s:
-            resume_run(base, workspace, source, args.batch, full_s)
+            full[target] = full_run(base, workspace, source, target, args.batch)
+        for target, seconds in full.items():
+            resume_run(base, workspace, source, args.batch, seconds, target)
+        print(f"load average after: {os.getloadavg()[0]:.1f}", flush=True)
         if args.kills:
             kill_run(base, workspace, source, args.batch, args.kills)
 

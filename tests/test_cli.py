@@ -602,17 +602,19 @@ def test_config_discovery_user_file_then_env_then_option(
 
 # -- the demo ---------------------------------------------------------------------------
 
-DEMO_EXPECTED = {
+DEMO_EXPECTED: dict[str, str | None] = {
     "which foods must my pet avoid": "memory/2026-11-03.md",
     "upcoming vacation abroad": "memory/2026-11-01.md",
     "how do colleagues share progress each morning": "memory/2026-11-04.md",
     "why did the tests fail intermittently": "memory/2026-11-02.md",
+    "quantum chromodynamics on a lattice": None,  # noise: nothing in the notes is about it
 }
 
 
 @pytest.mark.slow
 def test_demo_queries_find_their_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``make demo``'s searches, with its default config (MiniLM), find the intended notes."""
+    """``make demo``'s searches, on the defaults (MiniLM, default ``min_score``), find the
+    intended notes — paraphrases included — and a question about nothing finds nothing."""
     script = (ROOT / "examples" / "demo.sh").read_text(encoding="utf-8")
     assert re.findall(r'^step search "([^"]+)"', script, re.MULTILINE) == list(DEMO_EXPECTED)
     config = str(ROOT / "examples" / "demo.toml")
@@ -622,10 +624,11 @@ def test_demo_queries_find_their_notes(tmp_path: Path, monkeypatch: pytest.Monke
     assert indexed.returncode == 0, indexed.stderr
     assert json.loads(indexed.stdout)[0]["added"] == 7
     for query, path in DEMO_EXPECTED.items():
-        found = run_process(
-            "--config", config, "search", query, "-n", "2", "--min-score", "0.2", "--json"
-        )
+        found = run_process("--config", config, "search", query, "-n", "2", "--json")
         assert found.returncode == 0, found.stderr
         data = json.loads(found.stdout)
         assert data["provider"] == "minilm", "the demo needs the offline MiniLM model"
-        assert data["results"][0]["path"] == path, (query, data["results"])
+        if path is None:
+            assert data["results"] == [], (query, data["results"])
+        else:
+            assert data["results"][0]["path"] == path, (query, data["results"])

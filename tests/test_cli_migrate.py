@@ -101,3 +101,22 @@ def test_config_from_openclaw_writes_toml_and_names_the_keys_left(tmp_path: Path
     bad = run(["config", "from-openclaw", str(broken)])
     assert bad.exit_code == 1
     assert "is not valid JSON5: unexpected end of text at line 1" in bad.output
+
+
+def test_migrate_into_an_index_file_with_to_path(setup: tuple[Path, Path]) -> None:
+    config, old = setup
+    backup = config.parent / "backup.sqlite"
+    result = run(["--config", str(config), "migrate", "--from", "sqlite", "--to-path", str(backup)])
+    assert result.exit_code == 0, result.output
+    assert f"-> file:{backup.resolve()}: reuse" in result.output
+    back = run(["--config", str(config), "migrate", "--from-path", str(backup), "--verify", "5"])
+    assert "top-10 overlap 1.000" in back.output, back.output
+    both = run(["--config", str(config), "migrate", "--from-path", str(old), "--to", "sqlite",
+                "--to-path", str(backup)])  # fmt: skip
+    assert both.exit_code == 2
+    assert "give at most one of --to NAME and --to-path PATH" in both.output
+    folder = run(["--config", str(config), "migrate", "--from", "sqlite", "--to-path",
+                  str(config.parent)])  # fmt: skip
+    assert folder.exit_code == 1
+    assert "is a folder, not an index file" in folder.output
+    assert "Hint: give --to-path the file to write" in folder.output

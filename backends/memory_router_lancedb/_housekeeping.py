@@ -89,11 +89,15 @@ def ensure_ann(store: LanceStore, table: Any) -> bool:
     return True
 
 
-def optimize(store: LanceStore, tables: Tables) -> dict[str, Any]:
-    """Compact and fold every table of ``tables``; returns what was done and how long it took."""
+def optimize(store: LanceStore, tables: Tables, *, ann: bool = True) -> dict[str, Any]:
+    """Compact and fold every table of ``tables``; returns what was done and how long it took.
+
+    ``ann = False`` (a migration's publish) leaves the ANN index to the next optimize: its
+    build takes minutes at ``ann_min_rows``, and exact search answers meanwhile.
+    """
     started = time.perf_counter()
     keep = timedelta(hours=store.settings.cleanup_older_than_hours)
-    ann = ensure_ann(store, tables.chunks)
+    ann = ensure_ann(store, tables.chunks) if ann else False
     for table in (tables.chunks, tables.entries, tables.files):
         table.optimize(cleanup_older_than=keep)
     store.writes_since_optimize = 0

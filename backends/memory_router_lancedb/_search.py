@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memory_router import extract_keywords
+from memory_router import query_keywords
 
 from ._store import Tables, in_list, quote
 
@@ -56,9 +56,7 @@ class Known(Protocol):
 def keywords(query: str) -> list[str]:
     """The keyword leg's terms: extracted keywords (raw tokens when none), numbers kept."""
     tokens = _WORD.findall(query)
-    found = extract_keywords(query) or [t.lower() for t in tokens]
-    found += [t for t in dict.fromkeys(tokens) if t.isdigit() and t not in found]
-    return found[:MAX_TERMS]
+    return (query_keywords(query) or [t.lower() for t in tokens])[:MAX_TERMS]
 
 
 def prefilter(sources: Sequence[str] | None) -> str | None:

@@ -72,7 +72,7 @@ class LanceStaging(Staging):
     def publish(self) -> None:
         def run() -> None:
             _housekeeping.ensure_fts(self.tables.chunks)
-            _housekeeping.optimize(self.store, self.tables)
+            _housekeeping.optimize(self.store, self.tables, ann=False)
             self.store.switch(self.tables, self.fingerprint, self.dims)
             self.store.delete_meta(STAGING_KEY)
             self.store.prune(self.tables.generation)

@@ -11,7 +11,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from memory_router import bm25_to_score, build_match_query, build_or_query, extract_keywords
+from memory_router import (
+    bm25_to_score,
+    build_match_query,
+    build_or_query,
+    extract_keywords,
+    query_keywords,
+)
 
 from ._db import Connection
 from ._vectors import Matrix, encode
@@ -116,11 +122,7 @@ def keyword_and(conn: Connection, scope: Scope, query: str) -> dict[str, Row]:
 
 def keyword_or(conn: Connection, scope: Scope, query: str) -> dict[str, Row]:
     """One BM25 query over the OR of the extracted keywords (raw tokens when none)."""
-    tokens = query_tokens(query)
-    keywords = extract_keywords(query, trigram=scope.trigram) or tokens
-    # Extraction drops pure numbers (a stop-word rule for the AND fallback); under BM25 a
-    # number like "650" or "2022" is often the most telling term, and IDF weighs it.
-    keywords += [t for t in dict.fromkeys(tokens) if t.isdigit() and t not in keywords]
+    keywords = query_keywords(query, trigram=scope.trigram) or query_tokens(query)
     match_terms, likes = _split_trigram(keywords[:MAX_TERMS], scope.trigram)
     found = _run(conn, scope, build_or_query(match_terms), [], any_like=True)
     if likes:

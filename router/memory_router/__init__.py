@@ -63,7 +63,13 @@ if TYPE_CHECKING:
         weighted_fusion,
         zscore_fusion,
     )
-    from ._keywords import bm25_to_score, build_match_query, build_or_query, extract_keywords
+    from ._keywords import (
+        bm25_to_score,
+        build_match_query,
+        build_or_query,
+        extract_keywords,
+        query_keywords,
+    )
     from ._pipeline import prefetch
     from ._plugins import get_plugin_manager
     from ._providers import ProviderContext, ProviderSpec
@@ -143,7 +149,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "weighted_fusion",
         "zscore_fusion",
     ),
-    "._keywords": ("bm25_to_score", "build_match_query", "build_or_query", "extract_keywords"),
+    "._keywords": (
+        "bm25_to_score",
+        "build_match_query",
+        "build_or_query",
+        "extract_keywords",
+        "query_keywords",
+    ),
     "._pipeline": ("prefetch",),
     "._plugins": ("get_plugin_manager",),
     "._providers": ("ProviderContext", "ProviderSpec"),
@@ -255,6 +267,7 @@ __all__ = [
     "parse_settings",
     "prefetch",
     "provider_key",
+    "query_keywords",
     "recall_block",
     "rrf_fusion",
     "sha256_text",

@@ -12,7 +12,7 @@ import sqlite3
 import threading
 
 from ._config import Config
-from ._keywords import bm25_to_score, build_or_query, extract_keywords, query_tokens
+from ._keywords import bm25_to_score, build_or_query, query_keywords, query_tokens
 from ._types import BackendResult, Hit, SearchRequest
 from ._workspace import FTS_ONLY, take_snapshot
 
@@ -40,7 +40,7 @@ class MarkdownScan:
 
     def search(self, request: SearchRequest, *, backend: str) -> BackendResult:
         """BM25 over the OR of the query's keywords (its plain tokens when it has none)."""
-        keywords = extract_keywords(request.query) or query_tokens(request.query)
+        keywords = query_keywords(request.query) or query_tokens(request.query)
         match = build_or_query(keywords)
         if match is None:
             return BackendResult(hits=(), mode=MODE, relaxed_min_score=0.0)

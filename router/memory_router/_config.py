@@ -55,6 +55,10 @@ class ChunkingConfig:
         object.__setattr__(self, "overlap", min(max(0, self.overlap), self.tokens - 1))
 
 
+MIN_CANDIDATE_BASE = 20
+MAX_CANDIDATES = 200
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HybridConfig:
     """``[query.hybrid]``: weighted merge of vector and keyword scores.
@@ -71,8 +75,8 @@ class HybridConfig:
     """
 
     enabled: bool = True
-    vector_weight: float = 0.7
-    text_weight: float = 0.3
+    vector_weight: float = 0.4
+    text_weight: float = 0.6
     candidate_multiplier: int = 4
     keyword_query: Literal["or", "and"] = "or"
     fusion: Literal["convex", "rrf", "minmax", "zscore", "weighted"] = "convex"
@@ -81,10 +85,20 @@ class HybridConfig:
         vector = min(max(self.vector_weight, 0.0), 1.0)
         text = min(max(self.text_weight, 0.0), 1.0)
         total = vector + text
-        vector, text = (0.7, 0.3) if total <= 0 else (vector / total, text / total)
+        vector, text = (0.4, 0.6) if total <= 0 else (vector / total, text / total)
         object.__setattr__(self, "vector_weight", vector)
         object.__setattr__(self, "text_weight", text)
         object.__setattr__(self, "candidate_multiplier", min(max(self.candidate_multiplier, 1), 20))
+
+    def candidates(self, max_results: int) -> int:
+        """How many candidates each side fetches: ``candidate_multiplier`` × the result
+        count, counted as at least :data:`MIN_CANDIDATE_BASE` results, at most 200.
+
+        The floor keeps the pool as deep for the default 6 results as for 20: the first
+        places of the answer depend on it (docs/performance.md, candidate depth).
+        """
+        base = max(max_results, MIN_CANDIDATE_BASE)
+        return min(MAX_CANDIDATES, base * self.candidate_multiplier)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,7 +141,7 @@ class QueryConfig:
     """
 
     max_results: int = 6
-    min_score: float = 0.35
+    min_score: float = 0.2
     max_snippet_chars: int = 700
     max_injected_chars: int = 4000
     keyword_mode: Literal["or", "reference"] = "or"

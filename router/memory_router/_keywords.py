@@ -4,6 +4,9 @@
   quoted and joined with ``AND`` (no stop words, no lower-casing).
 * :func:`extract_keywords` — OpenClaw's ``extractKeywords``: lower-cased content words with
   stop words (EN/ES/PT/AR/ZH/KO/JA) removed, CJK bigrams, Korean particles stripped.
+* :func:`query_keywords` — the keywords of the ``OR`` query (the default keyword side):
+  :func:`extract_keywords` without the English function words and question filler
+  ("her", "both", "kind", "likely", …) that OpenClaw's list keeps, plus the query's numbers.
 * :func:`build_or_query` — the quoted ``OR`` of keywords (one BM25 query, match-any).
 * :func:`bm25_to_score` — FTS5's ``bm25()`` rank mapped into [0, 1].
 
@@ -181,6 +184,31 @@ def _valid(token: str) -> bool:
     if token.isdigit():
         return False
     return not all(unicodedata.category(c)[0] in "PS" for c in token)
+
+
+# Words the reference list keeps that carry no topic in a question: possessives and object
+# pronouns, quantifiers, auxiliaries, and question filler ("what kind of", "would she
+# likely", "what did X say about"). Under an OR query they match most chunks, inflate
+# keyword coverage and pull snippets to the wrong lines (docs/performance.md).
+_EN_QUERY_FILLER = """her hers him his its their theirs us ours yours mine myself yourself himself
+herself itself ourselves themselves whom whose am shall must does done got any all both
+each every few more most other others some such own same many much several also again ever
+never not only very too than so there here yet still even out up down off once kind kinds type
+types sort sorts likely probably say said think happen happened ways"""
+QUERY_FILLER: frozenset[str] = frozenset(_EN_QUERY_FILLER.split())
+
+
+def query_keywords(query: str, *, trigram: bool = False) -> list[str]:
+    """The keywords of the BM25 ``OR`` query: content words, then the query's numbers.
+
+    :func:`extract_keywords` without :data:`QUERY_FILLER` (all of them when only filler is
+    left), followed by the pure numbers of the query ("650", "2022": rare, so BM25 weighs
+    them high, although the reference's list drops them).
+    """
+    extracted = extract_keywords(query, trigram=trigram)
+    keywords = [k for k in extracted if k not in QUERY_FILLER] or extracted
+    numbers = [t for t in dict.fromkeys(query_tokens(query)) if t.isdigit()]
+    return keywords + [n for n in numbers if n not in keywords]
 
 
 def extract_keywords(query: str, *, trigram: bool = False) -> list[str]:

@@ -23,7 +23,7 @@ import dataclasses
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._backend import Backend, Staging
 from ._checkpoint import (
@@ -37,6 +37,8 @@ from ._chunking import chunk_id
 from ._embedding import Embedder, normalize
 from ._exceptions import InvalidInput, MemoryRouterError, NotFound, Unsupported
 from ._indexfile import IndexFile
+from ._migrate_target import Source, Target, check_distinct, open_source, open_target
+from ._pipeline import prefetch
 from ._types import Chunk, Progress, _ToDict, no_progress
 from ._verify import VerifyReport, verify_backends
 
@@ -77,16 +79,6 @@ class MigrationReport(_ToDict):
     notes: tuple[str, ...] = ()
 
 
-class Source(Protocol):
-    """What a migration reads from: a backend, or an :class:`IndexFile`."""
-
-    name: str
-
-    def index_fingerprint(self) -> Mapping[str, Any] | None: ...
-
-    def export_chunks(self) -> Iterator[Chunk]: ...
-
-
 def choose_mode(stored: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> tuple[Mode, str]:
     """How to migrate an index with fingerprint ``stored`` into one that needs ``wanted``."""
     if stored is None:
@@ -114,44 +106,13 @@ def same_space(stored: Mapping[str, Any] | None, embedder: Embedder | None) -> b
     )
 
 
-def open_source(router: Router, name: str | None, path: str | None) -> tuple[Source, bool]:
-    """The source and whether it is a file to close afterwards."""
-    if (name is None) == (path is None):
-        raise InvalidInput("give a source backend or an index file path, not both or neither")
-    if path is not None:
-        return IndexFile(path), True
-    assert name is not None
-    spec = router.backend_specs.get(name)
-    factory = spec.factory if spec else None
-    if (
-        isinstance(factory, type)
-        and getattr(factory, "export_chunks", None) is Backend.export_chunks
-    ):
-        raise _refuse(name)  # known before starting it (QMD would start a child)
-    backend = router.backend(name)
-    try:
-        backend.export_chunks()  # the default raises at once; real ones are generators
-    except Unsupported:
-        raise _refuse(name) from None
-    return backend, False
-
-
-def _refuse(name: str) -> Unsupported:
-    return Unsupported(
-        f"backend {name!r} cannot be migrated from: its index is its own (no chunks with"
-        " vectors to export)",
-        backend=name,
-        hint="migrate from the Markdown instead: memory-router index --backend TARGET"
-        " builds the target from the workspace files",
-    )
-
-
 def migrate(
     router: Router,
-    target: str,
+    target: str | None,
     *,
     source: str | None = None,
     source_path: str | None = None,
+    target_path: str | None = None,
     resume: bool = False,
     batch_size: int | None = None,
     verify: int | None = None,
@@ -160,27 +121,24 @@ def migrate(
     progress: Progress = no_progress,
 ) -> MigrationReport:
     """See :meth:`memory_router.Router.migrate`."""
-    if source == target:
-        raise InvalidInput(
-            f"source and target are the same backend ({target!r})",
-            key="to",
-            hint="name the target with --to (the default is the chain's first backend)",
-        )
+    check_distinct(source, target, source_path, target_path)
     started = time.perf_counter()
     src, is_file = open_source(router, source, source_path)
+    dest: Target | None = None
     try:
+        dest = open_target(router, target, target_path)
         if copy:
-            report = _run(router, src, target, resume, batch_size, progress)
+            report = _run(router, src, dest, resume, batch_size, progress)
         else:
             report = MigrationReport(
-                source=src.name, target=target, mode="none", reason="verify only", chunks=0
+                source=src.name, target=dest.label, mode="none", reason="verify only", chunks=0
             )
         if verify is not None:
-            checked = verify_backends(
-                router, src, router.backend(target), count=verify, queries=queries
-            )
+            checked = verify_backends(router, src, dest.backend, count=verify, queries=queries)
             report = dataclasses.replace(report, verify=checked)
     finally:
+        if dest is not None:
+            dest.close()
         if is_file:
             assert isinstance(src, IndexFile)
             src.close()
@@ -190,12 +148,12 @@ def migrate(
 def _run(
     router: Router,
     src: Source,
-    target: str,
+    dest: Target,
     resume: bool,
     batch_size: int | None,
     progress: Progress,
 ) -> MigrationReport:
-    backend = router.backend(target)
+    backend, target = dest.backend, dest.label
     wanted = dict(router.fingerprint())
     stored = src.index_fingerprint()
     mode, reason = choose_mode(stored, wanted)
@@ -212,7 +170,7 @@ def _run(
     staging: Staging | None = None
     if mode != "rebuild":
         try:
-            staging = _stage(backend, wanted, resume, target, router)
+            staging = _stage(backend, wanted, resume, dest, router)
         except Unsupported:
             mode = "rebuild"
             reason = f"{reason}; backend {target!r} builds its own index from the Markdown"
@@ -221,10 +179,10 @@ def _run(
                 seeded = seed_cache(embedder, src, batch, progress)
             base = dataclasses.replace(base, mode=mode, reason=reason, seeded=seeded)
     if mode == "rebuild":
-        report = _rebuild(router, target, base, progress)
+        report = _rebuild(router, dest, base, progress)
     else:
         size = max(1, batch_size or (staging.batch_size if staging else BATCH))
-        copier = Copier(router, src, backend, staging, mode, wanted, size, progress)
+        copier = Copier(router, src, dest, staging, mode, wanted, size, progress)
         report = copier.run(base, resume)
     after = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
     return dataclasses.replace(
@@ -233,16 +191,16 @@ def _run(
 
 
 def _stage(
-    backend: Backend, wanted: dict[str, Any], resume: bool, target: str, router: Router
+    backend: Backend, wanted: dict[str, Any], resume: bool, dest: Target, router: Router
 ) -> Staging | None:
     """The target's staging area; ``None`` when a resumed run finds it published already."""
-    path = checkpoint_path(router.config.agent_state_path, target)
+    path = checkpoint_path(router.config.agent_state_path, dest.key)
     saved = load_checkpoint(path)
     if not resume:
         return backend.stage(fingerprint=wanted, resume=False)
     if saved is None:
         raise NotFound(
-            f"no interrupted migration into {target!r} to resume",
+            f"no interrupted migration into {dest.label!r} to resume",
             key="resume",
             hint="run the migration without --resume",
         )
@@ -255,14 +213,17 @@ def _stage(
 
 
 def _rebuild(
-    router: Router, target: str, base: MigrationReport, progress: Progress
+    router: Router, dest: Target, base: MigrationReport, progress: Progress
 ) -> MigrationReport:
-    clear_checkpoint(checkpoint_path(router.config.agent_state_path, target))
-    reports = router.sync(force=True, backends=[target], progress=progress)
+    clear_checkpoint(checkpoint_path(router.config.agent_state_path, dest.key))
+    if dest.owned:  # an index file outside the chain
+        reports = [dest.backend.sync(router.snapshot(), force=True, progress=progress)]
+    else:
+        reports = router.sync(force=True, backends=[dest.key], progress=progress)
     errors = [e for r in reports for e in r.errors]
     if errors:
         raise MemoryRouterError(
-            f"re-indexing {target!r} from the Markdown failed: {errors[0]}",
+            f"re-indexing {dest.label!r} from the Markdown failed: {errors[0]}",
             hint="fix the cause and run the migration again (the embedding cache keeps"
             " what was embedded)",
         )
@@ -305,7 +266,7 @@ class Copier:
         self,
         router: Router,
         src: Source,
-        backend: Backend,
+        dest: Target,
         staging: Staging | None,
         mode: Mode,
         wanted: dict[str, Any],
@@ -314,13 +275,14 @@ class Copier:
     ) -> None:
         self.router = router
         self.src = src
-        self.backend = backend
+        self.backend = dest.backend
+        self.label = dest.label
         self.staging = staging
         self.mode = mode
         self.wanted = wanted
         self.batch = batch
         self.progress = progress
-        self.path = checkpoint_path(router.config.agent_state_path, backend.name)
+        self.path = checkpoint_path(router.config.agent_state_path, dest.key)
 
     def run(self, base: MigrationReport, resume: bool) -> MigrationReport:
         state = self._start(resume)
@@ -343,7 +305,7 @@ class Copier:
     def _start(self, resume: bool) -> Checkpoint:
         fresh = Checkpoint(
             source=self.src.name,
-            target=self.backend.name,
+            target=self.label,
             mode=self.mode,
             fingerprint=self.wanted,
             total=_count(self.src),
@@ -359,7 +321,7 @@ class Copier:
         )
         if not same:
             raise InvalidInput(
-                f"the interrupted migration into {self.backend.name!r} came from"
+                f"the interrupted migration into {self.label!r} came from"
                 f" {saved.source} ({saved.mode}); this one differs",
                 key="resume",
                 hint="run without --resume to start clean",
@@ -371,7 +333,8 @@ class Copier:
         stream = self.src.export_chunks()
         _skip(stream, state)
         self.progress(done=state.done, total=state.total, label="migrating")
-        for batch in _batches(stream, self.batch):
+        # The next batch is read from the source while this one is written.
+        for batch in prefetch(_batches(stream, self.batch), name="migrate-read"):
             self.staging.write(self._convert(batch))
             state = state.advance(len(batch), batch[-1].id)
             save_checkpoint(self.path, state)

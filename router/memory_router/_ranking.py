@@ -1,7 +1,8 @@
 """Shared result shaping, applied to every backend's candidates (ref §1.7–1.12).
 
 Order: temporal decay and entry weight → sort → MMR → min score (on the score before
-decay and weight, with keyword relaxation) → max results → snippet cap → citations →
+decay and weight, with keyword relaxation) → max results → lines a better hit showed
+trimmed (:mod:`memory_router._overlaps`) → snippet window → citations →
 injection budget. Decay and weight reorder; they never empty an answer.
 """
 
@@ -15,7 +16,8 @@ from collections.abc import Sequence
 from ._config import Config
 from ._discovery import dated_file
 from ._entries import entry_weight
-from ._snippets import best_window
+from ._overlaps import Shown, note_shown, trim_hit
+from ._snippets import window
 from ._types import BackendResult, Explain, Hit, SearchRequest
 
 _ASCII_TOKEN = re.compile(r"[a-z0-9_]+")
@@ -270,8 +272,11 @@ def shape_all(
     kept, dropped = select(hits, result, request)
     decorate = citations_on(config.citations, session_key)
     shaped = []
-    for hit in kept:
-        snippet = best_window(hit.snippet, request.query, q.max_snippet_chars)
+    shown: Shown = {}
+    for found in kept:
+        hit = trim_hit(found, shown)
+        first, snippet = window(hit.snippet, request.query, q.max_snippet_chars)
+        note_shown(hit, first, snippet, shown)
         cite = None
         if decorate:
             cite = citation(hit)

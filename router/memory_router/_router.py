@@ -315,7 +315,7 @@ class Router:
             query=text,
             max_results=limit,
             min_score=threshold,
-            candidates=min(200, max(1, limit * q.hybrid.candidate_multiplier)),
+            candidates=q.hybrid.candidates(limit),
             mode=mode,
             timeout=self.config.router.timeout_s,
             sources=chosen[0],
@@ -446,10 +446,11 @@ class Router:
 
     def migrate(
         self,
-        target: str,
+        target: str | None = None,
         *,
         source: str | None = None,
         source_path: str | os.PathLike[str] | None = None,
+        target_path: str | os.PathLike[str] | None = None,
         resume: bool = False,
         verify: int | None = None,
         queries: Sequence[str] = (),
@@ -458,7 +459,8 @@ class Router:
         progress: Progress = no_progress,
     ) -> MigrationReport:
         """Copy the index of backend ``source`` (or the index file ``source_path``) into
-        backend ``target``, reusing vectors when the fingerprints match; built beside the
+        backend ``target`` (or the SQLite index file ``target_path``), reusing vectors
+        when the fingerprints match; built beside the
         live index and switched over when complete. ``resume`` continues a killed run;
         ``verify`` runs that many corpus queries (plus ``queries``) on both sides;
         ``copy = False`` only verifies; ``batch_size`` (chunks per write and checkpoint)
@@ -468,11 +470,13 @@ class Router:
         from . import _migrate  # only `migrate` uses it (and its verification)
 
         path = os.fspath(source_path) if source_path is not None else None
+        to_path = os.fspath(target_path) if target_path is not None else None
         return _migrate.migrate(
             self,
             target,
             source=source,
             source_path=path,
+            target_path=to_path,
             resume=resume,
             batch_size=batch_size,
             verify=verify,

@@ -7,7 +7,9 @@ that fits the budget and holds the most distinct query keywords (ties: the earli
 
 from __future__ import annotations
 
-from ._keywords import extract_keywords
+import math
+
+from ._keywords import query_keywords
 
 
 def _stem(word: str) -> str:
@@ -17,32 +19,54 @@ def _stem(word: str) -> str:
 
 def line_terms(lines: list[str], query: str) -> list[frozenset[str]]:
     """For each line, the query's keyword stems it contains."""
-    stems = {_stem(k) for k in extract_keywords(query)}
+    stems = {_stem(k) for k in query_keywords(query)}
     return [frozenset(s for s in stems if s in line.lower()) for line in lines]
 
 
 def keyword_coverage(query: str, text: str) -> float:
     """The share of ``query``'s keywords (crudely stemmed) that occur in ``text``; 1 when
     the query has no keywords."""
-    stems = {_stem(k) for k in extract_keywords(query)}
+    stems = {_stem(k) for k in query_keywords(query)}
     if not stems:
         return 1.0
     lowered = text.lower()
     return sum(1 for s in stems if s in lowered) / len(stems)
 
 
+def term_weights(terms: list[frozenset[str]]) -> dict[str, float]:
+    """Each term's weight inside one chunk: ``log(1 + lines / lines holding it)``.
+
+    A term on every line (a speaker's name in a transcript) weighs ``log 2``; a term on one
+    line of ten weighs ``log 11`` — so the window goes to the lines with the telling terms.
+    """
+    counts: dict[str, int] = {}
+    for found in terms:
+        for term in found:
+            counts[term] = counts.get(term, 0) + 1
+    return {t: math.log(1 + len(terms) / n) for t, n in counts.items()}
+
+
 def best_window(text: str, query: str, max_chars: int) -> str:
-    """``text`` if it fits; else the window of whole lines with the most query terms.
+    """``text`` if it fits; else the window of whole lines with the most telling query terms
+    (see :func:`window`)."""
+    return window(text, query, max_chars)[1]
+
+
+def window(text: str, query: str, max_chars: int) -> tuple[int, str]:
+    """``(index of the first line shown, snippet)``: ``text`` if it fits; else the window of
+    whole lines with the most telling query terms.
 
     The window starts at a line with a query term and grows over the following lines
-    while it fits; when no line matches, or one line alone is too long, the head of the
-    best line onward is cut at ``max_chars``.
+    while it fits; windows are compared by the summed :func:`term_weights` of the distinct
+    terms they hold (ties: the earliest). When no line matches, or one line alone is too
+    long, the head of the best line onward is cut at ``max_chars``.
     """
     if len(text) <= max_chars:
-        return text
+        return 0, text
     lines = text.split("\n")
     terms = line_terms(lines, query)
-    best_start, best_count = 0, -1
+    weights = term_weights(terms)
+    best_start, best_value = 0, -1.0
     for start in range(len(lines)):
         if not terms[start] and start:
             continue
@@ -53,6 +77,7 @@ def best_window(text: str, query: str, max_chars: int) -> str:
             if size > max_chars and index > start:
                 break
             seen |= terms[index]
-        if len(seen) > best_count:
-            best_start, best_count = start, len(seen)
-    return "\n".join(lines[best_start:])[:max_chars]
+        value = sum(weights[t] for t in seen)
+        if value > best_value + 1e-9:
+            best_start, best_value = start, value
+    return best_start, "\n".join(lines[best_start:])[:max_chars]

@@ -270,7 +270,7 @@ def test_hybrid_keyword_side_and_versus_or(build: Any) -> None:
     assert top.path == "memory/2026-03-02.md", "the chunk with both keywords ranks first"
     # Default convex fusion: the best keyword score scales to 1, times the share of the
     # query's keywords the chunk holds ("database", "cat"; not "like"); the hashing
-    # embedder's cosine is not calibrated (identity scale).
+    # embedder's cosine is not calibrated (identity scale). Default weights 0.4 / 0.6.
     assert top.text_score == max(h.text_score or 0 for h in loose.hits)
     assert keyword_coverage(query, top.snippet) == pytest.approx(2 / 3)
-    assert top.score == pytest.approx(0.7 * max(0.0, top.vector_score or 0) + 0.3 * 2 / 3)
+    assert top.score == pytest.approx(0.4 * max(0.0, top.vector_score or 0) + 0.6 * 2 / 3)

@@ -18,16 +18,20 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_defaults_equal_openclaw() -> None:
     c = load_config(None, environ={})
     # Deliberate departures, measured in docs/performance.md: chunks sized for MiniLM's
-    # window and the snippet an agent reads, curated files chunked by structure.
+    # window and the snippet an agent reads, curated files chunked by structure; hybrid
+    # weights 0.4 / 0.6 with min_score 0.2 (OpenClaw: 0.7 / 0.3 and 0.35, the same cosine
+    # threshold for a vector-only hit) and a candidate pool counted for 20 results at least.
     assert (c.chunking.tokens, c.chunking.overlap, c.chunking.structure) == (200, 40, "auto")
-    assert (c.query.max_results, c.query.min_score) == (6, 0.35)
+    assert (c.query.max_results, c.query.min_score) == (6, 0.2)
     h = c.query.hybrid
     assert (h.enabled, h.vector_weight, h.text_weight, h.candidate_multiplier) == (
         True,
-        0.7,
-        0.3,
+        0.4,
+        0.6,
         4,
     )
+    assert (h.candidates(6), h.candidates(30), h.candidates(100)) == (80, 120, 200)
+    assert c.query.min_score / h.vector_weight == pytest.approx(0.35 / 0.7)
     assert (c.query.temporal_decay.enabled, c.query.temporal_decay.half_life_days) == (False, 30)
     assert (c.query.mmr.enabled, c.query.mmr.lambda_) == (False, 0.7)
     assert (c.query.max_snippet_chars, c.query.max_injected_chars) == (700, 4000)

@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_router import bm25_to_score, build_match_query, build_or_query, extract_keywords
+from memory_router import (
+    bm25_to_score,
+    build_match_query,
+    build_or_query,
+    extract_keywords,
+    query_keywords,
+)
 from memory_router._keywords import STOP_WORDS, strip_korean_particle
 
 
@@ -29,6 +35,17 @@ def fts() -> Iterator[sqlite3.Connection]:
 def test_english_stop_words_and_short_tokens_are_dropped() -> None:
     query = "What did Caroline say about the LGBTQ support group yesterday? ok 2023"
     assert extract_keywords(query) == ["caroline", "say", "lgbtq", "support", "group"]
+
+
+def test_query_keywords_drop_question_filler_and_keep_numbers() -> None:
+    query = "What kind of pottery have Melanie and her kids made in 2023? Would she likely say 650?"
+    assert extract_keywords(query)[:4] == ["kind", "pottery", "melanie", "her"]  # reference
+    assert query_keywords(query) == ["pottery", "melanie", "kids", "made", "2023", "650"]
+
+
+def test_query_keywords_keep_filler_when_nothing_else_is_left() -> None:
+    assert query_keywords("what kind of types?") == ["kind", "types"]
+    assert query_keywords("how is her store doing") == ["store", "doing"]
 
 
 def test_duplicates_keep_first_occurrence_order() -> None:

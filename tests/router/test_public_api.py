@@ -85,6 +85,7 @@ EXPECTED = [
     "parse_settings",
     "prefetch",
     "provider_key",
+    "query_keywords",
     "recall_block",
     "rrf_fusion",
     "sha256_text",

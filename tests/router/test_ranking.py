@@ -165,3 +165,56 @@ def test_decay_is_a_factor_not_a_filter(tmp_path: Path) -> None:
     assert shaped[1].score == pytest.approx(
         0.9 * (0.5 + 0.5 * math.exp(-math.log(2) / 30 * age)), rel=1e-3
     )
+
+
+def _lines_hit(path: str, score: float, start: int, lines: list[str]) -> Hit:
+    return Hit(
+        path=path,
+        start_line=start,
+        end_line=start + len(lines) - 1,
+        score=score,
+        snippet="\n".join(lines),
+        source="memory",
+        backend="t",
+    )  # type: ignore[arg-type]
+
+
+TURNS = [f"[D1:{n}] Speaker: turn number {n} of the talk" for n in range(1, 10)]
+
+
+def test_a_neighbouring_chunk_does_not_repeat_the_lines_a_better_hit_showed(
+    tmp_path: Path,
+) -> None:
+    overrides = {"workspace": str(tmp_path), "citations": "off"}
+    config = load_config(None, environ={}, overrides=overrides)
+    better = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:5])  # lines 1-5
+    neighbour = _lines_hit("memory/a.md", 0.8, 4, TURNS[3:8])  # lines 4-8
+    other = _lines_hit("memory/b.md", 0.7, 4, TURNS[3:8])  # another file: untouched
+    result = BackendResult(hits=(better, neighbour, other), mode="keyword")
+    out = shape(result, request(min_score=0.0), config)
+    assert [(h.path, h.start_line, h.end_line) for h in out] == [
+        ("memory/a.md", 1, 5),
+        ("memory/a.md", 6, 8),  # lines 4-5 were shown by the better hit
+        ("memory/b.md", 4, 8),
+    ]
+    assert out[1].snippet.split("\n")[0].startswith("[D1:6]")
+    assert "[D1:4]" not in out[1].snippet
+    assert "[D1:4]" in out[2].snippet
+
+
+def test_lines_a_better_hit_did_not_show_are_kept(tmp_path: Path) -> None:
+    # The better hit's snippet is cut to its first lines, so line 5 was never shown.
+    overrides = {
+        "workspace": str(tmp_path),
+        "citations": "off",
+        "query": {"max_snippet_chars": 120},
+    }
+    config = load_config(None, environ={}, overrides=overrides)
+    better = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:5])
+    neighbour = _lines_hit("memory/a.md", 0.8, 4, TURNS[3:8])
+    result = BackendResult(hits=(better, neighbour), mode="keyword")
+    out = shape(result, request(min_score=0.0), config)
+    assert "[D1:3]" in out[0].snippet  # the snippet is cut at 120 characters
+    assert "[D1:4]" not in out[0].snippet
+    assert (out[1].start_line, out[1].end_line) == (4, 8)
+    assert out[1].snippet.startswith("[D1:4]")

@@ -25,6 +25,12 @@ DEFAULT_QUERIES = 20
     help="Source index file instead: ours or OpenClaw's memory/<agent>.sqlite.",
 )
 @click.option("--to", "target", metavar="NAME", help="Target backend (default: the chain's first).")
+@click.option(
+    "--to-path",
+    "target_path",
+    metavar="PATH",
+    help="Target index file instead (SQLite, the seed schema; created when missing).",
+)
 @click.option("--resume", is_flag=True, help="Continue a killed migration from its checkpoint.")
 @click.option(
     "--verify",
@@ -61,6 +67,7 @@ def migrate(
     source: str | None,
     source_path: str | None,
     target: str | None,
+    target_path: str | None,
     resume: bool,
     verify: int | None,
     queries: str | None,
@@ -77,15 +84,18 @@ def migrate(
     """
     if (source is None) == (source_path is None):
         raise click.UsageError("give exactly one of --from NAME and --from-path PATH")
+    if target is not None and target_path is not None:
+        raise click.UsageError("give at most one of --to NAME and --to-path PATH")
     asked = _read_queries(queries)
     if verify is None and (asked or min_overlap is not None or verify_only):
         verify = DEFAULT_QUERIES
     router = state(ctx).router()
     with progress_bar(enabled=not as_json) as progress:
         report = router.migrate(
-            target or router.config.router.chain[0],
+            None if target_path else target or router.config.router.chain[0],
             source=source,
             source_path=source_path,
+            target_path=target_path,
             resume=resume,
             verify=verify,
             queries=asked,
