@@ -51,6 +51,11 @@ SETS: dict[str, list[tuple[str, str, dict[str, Any]]]] = {
         (f"keyword {t}/{o}", "keyword", {"chunking": {"tokens": t, "overlap": o}})
         for t, o in ((200, 40), (200, 60), (200, 80), (160, 60))
     ],
+    "mmr": [
+        (f"{mode} mmr {lam}", mode, {"query": {"mmr": {"enabled": lam < 1, "lambda": lam}}})
+        for mode in ("keyword", "hybrid")
+        for lam in (0.7, 0.5)
+    ],
     "snippet": [
         (f"keyword snippet {c}", "keyword", {"query": {"max_snippet_chars": c}})
         for c in (300, 400, 500, 700)

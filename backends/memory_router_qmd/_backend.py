@@ -28,17 +28,19 @@ from memory_router import (
     Snapshot,
     SyncReport,
     no_progress,
+    query_keywords,
 )
 
 from . import _queries
+from ._cite import RUNS_PER_DOCUMENT, recite
 from ._collections import Collection, declared_names, ensure_config, managed_collections
 from ._export import export_sessions, load_line_maps, purge_old_redaction
-from ._index import read_stats
+from ._index import keyword_weights, read_stats
 from ._locate import locate
 from ._mcp import McpSidecar
 from ._models import Preflight
 from ._process import QmdRunner
-from ._results import parse_items, to_hits
+from ._results import RELAXED_COVERAGE, SCORING, RawHit, parse_items, to_hits
 from ._settings import MODES, QmdSettings
 from ._update import UpdateCycle
 
@@ -127,19 +129,40 @@ class QmdBackend(Backend):
         timeout = self.settings.timeout_for(mode)
         if request.timeout is not None:
             timeout = max(0.1, min(timeout, request.timeout))
-        raw = self._query(mode, request, items, sorted(collections), timeout)
+        raw = parse_items(
+            self._query(mode, request, items, sorted(collections), timeout), backend=self.name
+        )
+        if mode == "search":
+            raw = self._cite(raw, collections, request.query)
         hits = to_hits(
-            parse_items(raw, backend=self.name),
+            raw,
             collections=collections,
             workspace=self.context.config.workspace_path,
             backend=self.name,
-            by_rank=mode != "query",
+            scoring=SCORING.get(mode, "qmd"),
             side={"search": "text", "vsearch": "vector"}.get(mode),
             line_maps=self._line_maps,
         )
         return BackendResult(
-            hits=tuple(hits[: request.candidates]), mode=mode, relaxed_min_score=0.0, notes=notes
+            hits=tuple(hits[: request.candidates]),
+            mode=mode,
+            relaxed_min_score=RELAXED_COVERAGE if mode == "search" else 0.0,
+            notes=notes,
         )
+
+    def _cite(
+        self, raw: list[RawHit], collections: dict[str, Collection], query: str
+    ) -> list[RawHit]:
+        """Cite each document's lines with the most (rarity-weighted) query keywords."""
+        weights = keyword_weights(self.runner.index_path, query_keywords(query))
+        max_chars = self.context.config.query.max_snippet_chars
+        cited = []
+        for hit in raw:
+            folder = collections[hit.collection].path if hit.collection in collections else None
+            cited += recite(
+                hit, folder, query, max_chars=max_chars, weights=weights, runs=RUNS_PER_DOCUMENT
+            )
+        return cited
 
     def effective_mode(self, wanted: str) -> tuple[str, tuple[str, ...]]:
         """The mode that will run for ``wanted``, and notes on any degradation."""
@@ -166,6 +189,7 @@ class QmdBackend(Backend):
             arguments: dict[str, Any] = {
                 "collections": collections,
                 "limit": request.candidates,
+                "candidateLimit": _candidate_limit(request),
                 "rerank": rerank,
             }
             if expand:
@@ -181,6 +205,7 @@ class QmdBackend(Backend):
             return structured.get("results")
         document = _queries.vec_text(request.query) if expand else _queries.typed_document(items)
         args = ["query", "--format", "json", "-n", str(request.candidates)]
+        args += ["-C", str(_candidate_limit(request))]
         args += [] if rerank else ["--no-rerank"]
         for name in collections:
             args += ["-c", name]
@@ -303,3 +328,9 @@ class QmdBackend(Backend):
         """Stop the update cycle and the sidecar, killing any child still running."""
         self.cycle.close()
         self.sidecar.close()
+
+
+def _candidate_limit(request: SearchRequest) -> int:
+    """QMD fuses its sub-queries' lists and keeps 40 documents by default; ask for as many
+    as the router wants (each ``lex`` list still holds at most 20)."""
+    return max(40, request.candidates)

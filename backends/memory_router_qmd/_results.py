@@ -6,12 +6,19 @@ path; hits of unknown collections are dropped. Lines come from the snippet's
 ``@@ -<start>,<count>`` header, not from MCP's ``N:`` prefixes (off by two). Session
 exports map to content line numbers of the transcript (export line minus the header).
 
-Scores are normalised per mode. With ``rerank`` off (modes ``search`` and ``vsearch``)
-QMD returns fused rank positions (``1/rank``), which say nothing about relevance across
-queries, so the score is a gentle function of rank alone: ``1 / (1 + (rank-1)/10)``
-(rank 1 → 1.0, rank 10 → 0.53, rank 30 → 0.26). In ``query`` mode QMD's reranker blend
-is already in 0–1 and is kept (clipped). The router's relaxation floor is 0, so a
-keyword hit is never dropped only because QMD's scale differs from the builtin's.
+Scores are normalised per mode. In ``search`` mode (keyword sub-queries, no reranker)
+QMD's own score is a fused rank position (``1/rank``), which says nothing about relevance
+across queries; the score is the *coverage* of the cited lines (:mod:`._cite`: the share
+of the query's keywords they hold, each weighted by its rarity, 0–1) times a factor for
+QMD's fused rank of the document: ``coverage × (0.5 + 0.5 × rank_factor)`` with
+``rank_factor = 1 / (1 + (rank-1)/10)`` (rank 1 → 1.0, rank 10 → 0.76, rank 30 → 0.63;
+measured against a rank share of 0.1 on LoCoMo (equal) and pydocs (better)). So
+``min_score`` means "at least this share of the query is in the lines shown": a hit that
+holds only a stray common word of a nonsense query falls under the default 0.35, a hit
+holding the rare words is kept; when nothing reaches ``min_score``, hits at 0.3 or more
+(about one keyword in three) are kept anyway (:data:`RELAXED_COVERAGE`). ``vsearch`` (no
+keywords to count) keeps the rank factor alone; in ``query`` mode QMD's reranker blend is
+already in 0–1 and is kept (clipped). Hits are returned best first.
 """
 
 from __future__ import annotations
@@ -20,13 +27,15 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from memory_router import BackendError, Hit
 
 from ._collections import Collection, workspace_path
 from ._export import HEADER_LINES
 
+Scoring = Literal["coverage", "rank", "qmd"]
+SCORING: dict[str, Scoring] = {"search": "coverage", "vsearch": "rank", "query": "qmd"}
 _HEADER = re.compile(r"@@ -(\d+),(\d+) @@")
 _LINE_PREFIX = re.compile(r"^\d+: ?")
 
@@ -41,6 +50,7 @@ class RawHit:
     end_line: int
     snippet: str
     score: float
+    coverage: float | None = None
 
 
 def split_file(file: str) -> tuple[str, str]:
@@ -103,30 +113,52 @@ def rank_score(rank: int) -> float:
     return 1.0 / (1.0 + (rank - 1) / 10.0)
 
 
+RANK_SHARE = 0.5
+"""How much of a ``search`` score QMD's rank may take away (half, at the deepest ranks)."""
+RELAXED_COVERAGE = 0.3
+"""When no hit reaches ``min_score``, ``search`` hits scoring this much are kept (about a
+third of the query shown), so a real match is not lost to a strict threshold."""
+
+
+def hit_score(item: RawHit, rank: int, scoring: Scoring) -> float:
+    """The 0–1 score of ``item`` at 1-based ``rank`` (see the module docstring)."""
+    if scoring == "qmd":
+        return min(1.0, max(0.0, item.score))
+    if scoring == "coverage" and item.coverage is not None:
+        return item.coverage * (1.0 - RANK_SHARE + RANK_SHARE * rank_score(rank))
+    return rank_score(rank)
+
+
 def to_hits(
     raw: Sequence[RawHit],
     *,
     collections: Mapping[str, Collection],
     workspace: Path,
     backend: str,
-    by_rank: bool,
+    scoring: Scoring,
     side: str | None = None,
     line_maps: Mapping[str, Sequence[int]] | None = None,
 ) -> list[Hit]:
     """Map raw hits to workspace hits, best first; unknown collections are dropped.
+
+    ``scoring``: ``"coverage"`` (``search``), ``"rank"`` (``vsearch``) or ``"qmd"``
+    (``query``: QMD's own score), as the module docstring says.
 
     ``side`` (``"text"`` or ``"vector"``) also fills that half of the hybrid score, so
     the router's keyword relaxation recognises keyword hits. ``line_maps`` maps a
     session export's lines to its transcript's JSONL lines.
     """
     hits = []
-    for rank, item in enumerate(_known(raw, collections), start=1):
+    rank, document = 0, ("", "")
+    for item in _known(raw, collections):
+        if (item.collection, item.relpath) != document:  # a document's runs share its rank
+            rank, document = rank + 1, (item.collection, item.relpath)
         collection = collections[item.collection]
         start, end = item.start_line, item.end_line
         if collection.source == "sessions":
             line_map = (line_maps or {}).get(item.relpath, [])
             start, end = _transcript_line(start, line_map), _transcript_line(end, line_map)
-        score = rank_score(rank) if by_rank else min(1.0, max(0.0, item.score))
+        score = hit_score(item, rank, scoring)
         hits.append(
             Hit(
                 path=workspace_path(collection, item.relpath, workspace),
@@ -140,7 +172,7 @@ def to_hits(
                 vector_score=score if side == "vector" else None,
             )
         )
-    return hits
+    return sorted(hits, key=lambda h: -h.score) if scoring == "coverage" else hits
 
 
 def _transcript_line(line: int, line_map: Sequence[int]) -> int:

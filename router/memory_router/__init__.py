@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from ._providers import ProviderContext, ProviderSpec
     from ._router import Router
     from ._settings import Secret, parse_settings
-    from ._snippets import keyword_coverage
+    from ._snippets import best_lines, best_runs, keyword_coverage
     from ._types import (
         CATEGORIES,
         BackendResult,
@@ -161,7 +161,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._providers": ("ProviderContext", "ProviderSpec"),
     "._router": ("Router",),
     "._settings": ("Secret", "parse_settings"),
-    "._snippets": ("keyword_coverage",),
+    "._snippets": ("best_lines", "best_runs", "keyword_coverage"),
     "._types": (
         "CATEGORIES",
         "BackendResult",
@@ -246,6 +246,8 @@ __all__ = [
     "Unsupported",
     "VectorScale",
     "__version__",
+    "best_lines",
+    "best_runs",
     "bm25_to_score",
     "build_match_query",
     "build_or_query",

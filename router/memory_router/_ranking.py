@@ -105,6 +105,8 @@ def mmr_order(hits: Sequence[Hit], lambda_: float) -> list[tuple[int, float]]:
     """Greedy MMR on token Jaccard of snippets: ``(index, penalty)`` in the chosen order.
 
     The penalty is ``(1 − λ) × max similarity`` to the hits chosen before (ref §1.10).
+    Each hit's max similarity is updated once per pick, so the cost is O(n²) Jaccards for
+    n candidates (the candidate pool is 80 by default), not O(n³).
     """
     if lambda_ >= 1.0 or len(hits) < 2:
         return [(i, 0.0) for i in sorted(range(len(hits)), key=lambda i: -hits[i].score)]
@@ -113,16 +115,17 @@ def mmr_order(hits: Sequence[Hit], lambda_: float) -> list[tuple[int, float]]:
     rel = [1.0 if high == low else (s - low) / (high - low) for s in scores]
     tokens = [mmr_tokens(h.snippet) for h in hits]
     remaining = list(range(len(hits)))
+    similarity = [0.0] * len(hits)  # max Jaccard to the hits chosen so far
     chosen: list[tuple[int, float]] = []
     while remaining:
-
-        def penalty(i: int) -> float:
-            similarity = max((jaccard(tokens[i], tokens[j]) for j, _ in chosen), default=0.0)
-            return (1 - lambda_) * similarity
-
-        best = max(remaining, key=lambda i: (lambda_ * rel[i] - penalty(i), hits[i].score))
-        chosen.append((best, penalty(best)))
+        best = max(
+            remaining,
+            key=lambda i: (lambda_ * rel[i] - (1 - lambda_) * similarity[i], hits[i].score),
+        )
+        chosen.append((best, (1 - lambda_) * similarity[best]))
         remaining.remove(best)
+        for i in remaining:
+            similarity[i] = max(similarity[i], jaccard(tokens[i], tokens[best]))
     return chosen
 
 

@@ -17,7 +17,7 @@ from memory_router.testing import BackendContract
 from memory_router_qmd import QmdSettings
 from memory_router_qmd._locate import locate
 from qmd_fakes.gguf_models import vocab_file, write_bert_embedder
-from qmd_fakes.helpers import make_backend, qmd_missing, snapshot_for
+from qmd_fakes.helpers import make_backend, make_router, qmd_missing, snapshot_for
 
 MISSING = qmd_missing()
 
@@ -77,8 +77,9 @@ def test_keyword_question_finds_paths_and_lines(
     assert top.start_line <= 3 <= top.end_line  # "Booked flights to Lisbon." is line 3
     assert "Lisbon" in top.snippet
     assert not top.snippet.startswith("@@")
-    assert top.score == 1.0
-    assert top.text_score == 1.0
+    # "city" is in no note: the hit holds the rest of the query, weighted by rarity.
+    assert 0.35 < top.score < 1.0
+    assert top.text_score == top.score
     assert [h.path for h in odd.hits] == ["memory/Big Notes #1.md"]
 
 
@@ -310,3 +311,38 @@ def test_lowercase_memory_md_is_indexed_too(tmp_path: Path, write_workspace) -> 
     finally:
         backend.close()
     assert [h.path for h in result.hits] == ["memory.md"]
+
+
+FILLER = "".join(f"Line {i}: nothing much happened today.\n" for i in range(40))
+DIARY = {
+    "MEMORY.md": "# Memory\n\nThe user prefers green tea over coffee.\n",
+    # "weather" first occurs 40 lines above the answer; QMD's own snippet is those lines.
+    "memory/2026-10-05.md": "# Week\n\nThe weather was grey on Monday.\n"
+    + FILLER
+    + "Priya saw the dentist on Thursday; the weather was fine.\n"
+    + FILLER,
+}
+
+
+def test_cited_lines_show_the_answer_and_min_score_drops_noise(
+    tmp_path: Path, write_workspace: Any
+) -> None:
+    workspace = write_workspace(DIARY)
+    with make_router(tmp_path, workspace, update_on_boot=False) as router:
+        router.sync()
+        answer = router.search("what was the weather when Priya saw the dentist")
+        coffee = router.search("does the user like coffee or tea")
+        noise = router.search("quantum chromodynamics lattice gauge tea")
+        relaxed = router.search("which coffee roast and grinder")
+    top = answer.results[0]
+    assert (answer.backend, top.path) == ("qmd", "memory/2026-10-05.md")
+    assert top.start_line <= 44 <= top.end_line  # the answer's line, not QMD's line 3
+    assert "Priya saw the dentist" in top.snippet
+    assert top.score > 0.9  # every keyword is in the cited lines
+    assert [h.path for h in coffee.results] == ["MEMORY.md"]
+    assert coffee.results[0].score >= 0.35  # the default min_score keeps a real match
+    assert noise.backend == "qmd"
+    assert not noise.results  # one stray "tea" in five keywords: under min_score
+    # Nothing reaches 0.35, but one keyword in three is kept rather than answer nothing.
+    assert [h.path for h in relaxed.results] == ["MEMORY.md"]
+    assert 0.3 <= relaxed.results[0].score < 0.35

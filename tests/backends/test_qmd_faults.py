@@ -57,10 +57,24 @@ def test_healthy_fake_answers_with_mapped_hit(
         result = backend.search(request())
     finally:
         backend.close()
-    assert [(h.path, h.start_line, h.end_line) for h in result.hits] == [("MEMORY.md", 1, 2)]
-    assert result.hits[0].snippet == "# Memory\nanswered by the fake qmd"
+    # The fake cites lines 1-2, which miss "green tea": the backend cites the file's lines.
+    assert [(h.path, h.start_line, h.end_line) for h in result.hits] == [("MEMORY.md", 1, 4)]
+    assert result.hits[0].snippet.endswith("Green tea in the morning.")
+    assert result.hits[0].score > 0.9
     assert result.hits[0].backend == "qmd"
     assert result.mode == "search"
+
+
+def test_a_deleted_file_keeps_qmds_lines(tmp_path: Path, fake: Path, workspace: Path) -> None:
+    (workspace / "MEMORY.md").unlink()  # gone since QMD indexed it
+    backend = make_backend(tmp_path, workspace, command=str(fake), update_on_boot=False)
+    try:
+        result = backend.search(request("answered fake"))
+    finally:
+        backend.close()
+    assert [(h.path, h.start_line, h.end_line) for h in result.hits] == [("MEMORY.md", 1, 2)]
+    assert result.hits[0].snippet == "# Memory\nanswered by the fake qmd"
+    assert result.hits[0].score > 0.9  # scored on the lines QMD cited
 
 
 @pytest.mark.parametrize("use_mcp", [True, False], ids=["mcp", "cli"])

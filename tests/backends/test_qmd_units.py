@@ -109,7 +109,7 @@ def test_hits_map_to_workspace_paths_with_rank_scores(tmp_path: Path) -> None:
         ],
         backend="qmd",
     )
-    hits = to_hits(raw, collections=collections, workspace=workspace, backend="qmd", by_rank=True)
+    hits = to_hits(raw, collections=collections, workspace=workspace, backend="qmd", scoring="rank")
     assert [(h.path, h.start_line, h.end_line) for h in hits] == [
         ("memory/x/a.md", 2, 2),
         ("../notes/c.md", 1, 1),
@@ -122,7 +122,7 @@ def test_hits_map_to_workspace_paths_with_rank_scores(tmp_path: Path) -> None:
         collections=collections,
         workspace=workspace,
         backend="qmd",
-        by_rank=True,
+        scoring="rank",
         line_maps={"s.jsonl.md": [4, 7]},
     )
     assert (mapped[2].start_line, mapped[2].end_line) == (4, 7)  # JSONL lines

@@ -64,6 +64,8 @@ EXPECTED = [
     "Unsupported",
     "VectorScale",
     "__version__",
+    "best_lines",
+    "best_runs",
     "bm25_to_score",
     "build_match_query",
     "build_or_query",

@@ -1,0 +1,86 @@
+"""Which lines of a QMD hit to cite, and how well they answer the query.
+
+QMD returns whole documents; in keyword mode each keyword is its own ``lex`` sub-query
+and QMD takes the snippet from the chunk matching its *first* keyword, so the cited lines
+often missed the answer. Here the document is read back from the collection folder and
+cited as up to :data:`RUNS_PER_DOCUMENT` runs of whole lines, each within
+``max_snippet_chars``, holding the most query keywords (:func:`memory_router.best_runs`),
+each keyword weighted by its rarity in the index. A document that cannot be read any more
+(deleted, unreadable, not UTF-8, huge) keeps QMD's own lines and snippet; so does one in
+which no keyword occurs now (edited since QMD indexed it). Only ``search`` mode is
+re-cited: in ``vsearch`` and ``query`` QMD chose the chunk by meaning.
+
+``coverage`` is the weighted share of the query's keywords inside the cited lines (0–1),
+what the ``search`` mode's score is built from (see :mod:`._results`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+
+from memory_router import best_runs, keyword_coverage
+
+from ._results import RawHit
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+RUNS_PER_DOCUMENT = 3
+"""Runs of lines cited per document, each its own hit (QMD answers whole documents; the
+built-in backend answers chunks, several per file)."""
+
+
+def recite(
+    hit: RawHit,
+    folder: Path | None,
+    query: str,
+    *,
+    max_chars: int,
+    weights: Mapping[str, float] | None = None,
+    runs: int = 1,
+) -> list[RawHit]:
+    """``hit`` as up to ``runs`` hits, one per cited run of lines, best first, with
+    ``coverage`` set (one hit on QMD's own lines when the document cannot be used).
+
+    ``folder`` is the collection's folder (``None``: keep QMD's lines).
+    """
+    text = _read(folder / hit.relpath) if folder is not None else None
+    cited = []
+    if text is not None:
+        lines = text.split("\n")
+        for run in best_runs(lines, query, max_chars, weights, count=runs):
+            start, end = _trim(lines, *run)
+            window = "\n".join(lines[start:end])
+            coverage = keyword_coverage(query, window, weights)
+            if coverage > 0:
+                cited.append(
+                    dataclasses.replace(
+                        hit,
+                        start_line=start + 1,
+                        end_line=max(start + 1, end),
+                        snippet=window,
+                        coverage=coverage,
+                    )
+                )
+    return cited or [
+        dataclasses.replace(hit, coverage=keyword_coverage(query, hit.snippet, weights))
+    ]
+
+
+def _trim(lines: list[str], start: int, end: int) -> tuple[int, int]:
+    """``start``/``end`` without the blank lines at either edge (at least one line)."""
+    while end - start > 1 and not lines[end - 1].strip():
+        end -= 1
+    while end - start > 1 and not lines[start].strip():
+        start += 1
+    return start, end
+
+
+def _read(path: Path) -> str | None:
+    """The file's text, or ``None`` when it is gone, unreadable, too big or not UTF-8."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None

@@ -1,0 +1,54 @@
+"""Which lines a snippet or a citation shows: the run with the most (weighted) query terms."""
+
+from __future__ import annotations
+
+from memory_router import best_lines, best_runs, keyword_coverage
+from memory_router._snippets import best_window
+
+LINES = [
+    "# Diary",
+    "Went to the market for bread.",
+    "The weather was grey all week.",
+    "Booked flights to Lisbon for May.",
+    "The hotel in Lisbon is near the river.",
+    "Dinner at home.",
+]
+
+
+def test_best_lines_is_the_run_with_the_most_query_terms() -> None:
+    # Each line alone fits; "flights" and "hotel" are on lines 4 and 5 (0-based 3 and 4).
+    assert best_lines(LINES, "which hotel and flights", max_chars=80) == (3, 5)
+    assert best_lines(LINES, "which hotel and flights", max_chars=40) == (3, 4)  # earliest
+
+
+def test_best_lines_without_a_match_is_the_head_and_never_empty() -> None:
+    assert best_lines(LINES, "quantum chromodynamics", max_chars=40) == (0, 2)
+    assert best_lines(["x" * 500], "anything", max_chars=10) == (0, 1)
+    assert best_lines([], "anything", max_chars=10) == (0, 0)
+
+
+def test_weights_prefer_the_rare_term() -> None:
+    query = "weather in lisbon"  # "weather" and "lisbon" never share a 40-char window
+    assert best_lines(LINES, query, max_chars=40) == (2, 3)  # a tie: the earliest
+    assert best_lines(LINES, query, max_chars=40, weights={"lisbon": 3.0}) == (3, 4)
+
+
+def test_weighted_coverage_is_a_share_of_the_weight() -> None:
+    assert keyword_coverage("green tea matcha", "green tea") == 2 / 3
+    weights = {"green": 1.0, "tea": 1.0, "matcha": 2.0}
+    assert keyword_coverage("green tea matcha", "green tea", weights) == 0.5
+    assert keyword_coverage("green tea", "green tea", {"green": 0.0, "tea": 0.0}) == 1.0
+
+
+def test_best_window_still_cuts_text_at_the_best_line() -> None:
+    text = "\n".join(LINES)
+    assert best_window(text, "hotel river", 45).startswith("The hotel in Lisbon")
+    assert best_window("short", "x", 45) == "short"
+
+
+def test_best_runs_do_not_overlap_and_each_holds_a_keyword() -> None:
+    lines = ["hotel one", "filler", "filler", "hotel two", "filler", "nothing"]
+    assert best_runs(lines, "hotel", max_chars=20, count=5) == [(0, 2), (3, 5)]
+    assert best_runs(lines, "hotel", max_chars=10, count=5) == [(0, 1), (3, 4)]
+    assert best_runs(lines, "quantum", max_chars=10, count=3) == [(0, 1)]  # the head only
+    assert best_runs([], "hotel", max_chars=10) == []
