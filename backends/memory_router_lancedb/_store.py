@@ -22,7 +22,6 @@ from memory_router import MemoryRouterError
 
 from . import _schema
 from ._lance import lancedb, translate, with_retries
-from ._refresh import Refresher
 from ._settings import LanceSettings
 
 KINDS = ("chunks", "entries", "files")
@@ -61,7 +60,6 @@ class LanceStore:
         self._lock = threading.RLock()
         self.write_lock = threading.Lock()
         self.writes_since_optimize = 0
-        self._refresher: Refresher | None = None
 
     def guard(self, doing: str, action: Callable[[], Any]) -> Any:
         """Run ``action``, translating any third-party error (see :mod:`._lance`)."""
@@ -77,25 +75,13 @@ class LanceStore:
     def db(self) -> Any:
         with self._lock:
             if self._db is None:
-                seconds = self.settings.read_consistency_interval_s
-                # 0: LanceDB checks before every read; otherwise the refresher follows.
-                interval = timedelta(0) if seconds == 0 else None
+                interval = timedelta(seconds=self.settings.read_consistency_interval_s)
                 self._db = lancedb().connect(
                     self.uri,
                     read_consistency_interval=interval,
                     storage_options=self.settings.options(),
                 )
-                if seconds > 0:
-                    self._refresher = Refresher(seconds, self._open_handles)
-                    self._refresher.start()
             return self._db
-
-    def _open_handles(self) -> list[Any]:
-        with self._lock:
-            handles = [self._meta] if self._meta is not None else []
-            for tables in self._tables.values():
-                handles += [tables.chunks, tables.entries, tables.files]
-            return handles
 
     def _open_or_create(self, name: str, schema: Any) -> Any:
         db = self.db()
@@ -153,8 +139,7 @@ class LanceStore:
     # -- the live generation --------------------------------------------------------------
 
     def pointer(self, *, fresh: bool = False) -> Pointer | None:
-        """The live generation; cached for ``read_consistency_interval_s`` unless ``fresh``
-        (which also moves every open table to its latest commit first).
+        """The live generation; cached for ``read_consistency_interval_s`` unless ``fresh``.
 
         At an interval of 0 every call checks ``meta``'s version (one manifest check) and
         reads its rows only when another commit moved it.
@@ -164,8 +149,6 @@ class LanceStore:
         interval = self.settings.read_consistency_interval_s
         if not fresh and cached is not None and interval > 0 and now - cached[0] < interval:
             return cached[1]
-        if fresh and self._refresher is not None:
-            self._refresher.refresh()  # a sync or status starts from the latest commits
         meta = self.meta(create=False)
         version = int(meta.version) if meta is not None else -1
         seen = self._pointer_version
@@ -242,9 +225,6 @@ class LanceStore:
                 self.drop_generation(generation)
 
     def close(self) -> None:
-        refresher, self._refresher = self._refresher, None
-        if refresher is not None:
-            refresher.stop()
         with self._lock:
             self._tables.clear()
             self._meta = None

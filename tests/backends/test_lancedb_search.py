@@ -3,7 +3,6 @@ copy follows another router's writes; status --deep names the path in use."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -83,20 +82,3 @@ def test_hybrid_fuses_like_the_built_in_backend(tmp_path: Path) -> None:
         coverage={h.chunk_id: keyword_coverage(request.query, h.snippet) for h in hits},
     )
     assert [f.id for f in expected] == [h.chunk_id for h in hits]
-
-
-def test_reader_with_an_interval_follows_writes_in_the_background(tmp_path: Path) -> None:
-    with router(tmp_path, read_consistency_interval_s=0.2) as reader, router(tmp_path) as writer:
-        writer.sync()
-        assert "memory/c.md" not in [p for p, _, _ in ranked(reader, "sourdough starter")]
-        (tmp_path / "workspace" / "memory" / "c.md").write_text(
-            "# Bread\n\nFed the sourdough starter twice today.\n", encoding="utf-8"
-        )
-        writer.sync()
-        deadline = time.monotonic() + 10
-        while ranked(reader, "sourdough starter")[0][0] != "memory/c.md":
-            assert time.monotonic() < deadline, "the reader never saw the writer's commit"
-            time.sleep(0.05)
-        lance: Any = reader.backend("lancedb")
-        assert lance.store._refresher is not None
-        assert lance.store._refresher.rounds > 0  # seen through the refresher, off the query path
