@@ -1,7 +1,9 @@
 """First index of a synthetic workspace through ``Router.sync``, per embedding route.
 
-Each file holds one ~1,300-character chunk of Python standard-library prose (~300 word
-pieces, truncated at 256 by MiniLM), numbered so no two texts are alike. Routes:
+Each file holds ~1,300 characters of Python standard-library prose, numbered so no two
+texts are alike: one chunk at the chunk size of the first runs, three at the default of 200
+(40 overlapping), so ``--chunks N`` (files) makes ~3N chunks; the tables count chunks.
+Routes:
 ``hash`` (the plumbing embedder: what the pipeline costs without a model), ``minilm`` as
 it ran before issue #12 (numpy, multi-threaded BLAS, one batch at a time), ``minilm``
 now (the verified onnxruntime route) and ``minilm-int8``. Every route indexes the same
@@ -14,8 +16,8 @@ the first N files instead, in the same run, before the full index of the first r
 
     .venv/bin/python bench/bench_index.py --chunks 10000 --routes hash
     .venv/bin/python bench/bench_index.py --chunks 200 --routes numpy-before,minilm,minilm-int8
-    .venv/bin/python bench/bench_index.py --chunks 10000 --routes minilm \
-        --sample 200 --sample-routes numpy,minilm
+    .venv/bin/python bench/bench_index.py --chunks 3334 --routes minilm \
+        --sample 100 --sample-routes numpy,minilm        # ~10k chunks
 """
 
 from __future__ import annotations
@@ -88,26 +90,30 @@ class Reporter:
               file=sys.stderr, flush=True)  # fmt: skip
 
 
-def index_once(route: str, workspace: Path, folder: Path) -> tuple[float, int]:
+def index_once(route: str, workspace: Path, folder: Path) -> tuple[float, int, float]:
+    """``(wall s, chunks, CPU s)``: CPU of every thread of this process, the steadier
+    figure on a shared machine (an idle one runs ``threads`` of them side by side)."""
     config = testing.router_config(folder, workspace, backend="sqlite", embedding=route)
     with Router.from_config(config, plugins=[testing, NumpyBefore]) as router:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         report = router.sync(progress=Reporter(route))[0]
         if report.errors:
             raise SystemExit(f"{route}: {report.errors}")
-        return time.perf_counter() - started, report.chunks
+        return time.perf_counter() - started, report.chunks, time.process_time() - cpu
 
 
 def sample(count: int, routes: list[str], tmp: Path) -> None:
     """The first ``count`` files through each route, in turn; ratios against the first."""
     workspace = testing.write_workspace(tmp / "sample-ws", files(count))
     timed = {route: index_once(route, workspace, tmp / f"sample-{route}") for route in routes}
-    first = timed[routes[0]][0]
+    first, _, first_cpu = timed[routes[0]]
     print(f"sample of {count} files, load {os.getloadavg()[0]:.1f}")
-    print(f"| route (sample) | first index s | chunks/s | × {routes[0]} |")
-    print("|---|---|---|---|")
-    for route, (seconds, chunks) in timed.items():
-        print(f"| {route} | {seconds:.1f} | {chunks / seconds:.2f} | {first / seconds:.2f} |")
+    print(f"| route (sample) | first index s | chunks/s | × {routes[0]} | CPU s "
+          f"| chunks per CPU s | × {routes[0]} (CPU) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for route, (seconds, chunks, cpu) in timed.items():
+        print(f"| {route} | {seconds:.1f} | {chunks / seconds:.2f} | {first / seconds:.2f} "
+              f"| {cpu:.0f} | {chunks / cpu:.2f} | {first_cpu / cpu:.2f} |")  # fmt: skip
     sys.stdout.flush()
 
 
@@ -126,19 +132,24 @@ def main() -> None:
         workspace = testing.write_workspace(Path(tmp) / "ws", files(args.chunks))
         print(f"{args.chunks} files, load before {os.getloadavg()[0]:.1f}")
         times: dict[str, list[float]] = {r: [] for r in routes}
+        cpus: dict[str, list[float]] = {r: [] for r in routes}
         chunks = 0
         for round_ in range(args.rounds):
             for route in routes:
-                seconds, chunks = index_once(route, workspace, Path(tmp) / f"{route}-{round_}")
-                times[route].append(seconds)
+                run = index_once(route, workspace, Path(tmp) / f"{route}-{round_}")
+                times[route].append(run[0])
+                chunks = run[1]
+                cpus[route].append(run[2])
         print(f"load after {os.getloadavg()[0]:.1f}")
     first = routes[0]
-    print(f"| route | first index s | chunks/s | × {first} |")
-    print("|---|---|---|---|")
+    print(f"{chunks} chunks")
+    print(f"| route | first index s | chunks/s | × {first} | CPU s | chunks per CPU s |")
+    print("|---|---|---|---|---|---|")
     for route, runs in times.items():
         ratio = statistics.median(b / r for r, b in zip(runs, times[first], strict=True))
-        seconds = statistics.median(runs)
-        print(f"| {route} | {seconds:.1f} | {chunks / seconds:.1f} | {ratio:.2f} |")
+        seconds, cpu = statistics.median(runs), statistics.median(cpus[route])
+        print(f"| {route} | {seconds:.1f} | {chunks / seconds:.1f} | {ratio:.2f} | {cpu:.0f} "
+              f"| {chunks / cpu:.2f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ For LoCoMo questions (data read in place, see ``bench/calibrate.py``) two scores
 question, through a router whose chain is QMD alone (keyword mode, ``min_score`` 0):
 *match* — the best hit holding an evidence turn, asked of its own conversation; *noise* —
 the best hit when asked of another conversation (different people and events: nothing
-there answers it). Prints percentiles of both, and the share of each that the default
-``min_score`` (and the backend's relaxation floor) keeps.
+there answers it). Prints percentiles of both (on the router's scale, see
+``memory_router_qmd._results.calibrated``), and the share of each that the default
+``min_score``, the backend's relaxation floor and a strict 0.5 raw score keep.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from memory_router import Router, load_config, testing
 from memory_router._bench import covered
 from memory_router._bench_data import Group, load_locomo
+from memory_router_qmd._results import CROSSING, calibrated
 
 DATA = Path(
     os.environ.get("MEMORY_ROUTER_LOCOMO")
@@ -80,10 +82,11 @@ def main() -> None:
     print(f"{len(match)} questions with an evidence hit, {len(noise)} asked elsewhere")
     print(f"match p5/p25/p50/p75/p95: {percentiles(match)}")
     print(f"noise p5/p25/p50/p75/p95: {percentiles(noise)}")
-    for floor in (0.3, 0.35, 0.5):
+    for raw in (0.3, CROSSING, 0.5):  # the relaxation floor, the default, a strict one
+        floor = calibrated(raw)
         kept = sum(s >= floor for s in match) / max(1, len(match))
         let = sum(s >= floor for s in noise) / max(1, len(noise))
-        print(f"score >= {floor}: keeps {kept:.1%} of matches, {let:.1%} of noise")
+        print(f"score >= {floor:.3f} (raw {raw}): keeps {kept:.1%} of matches, {let:.1%} of noise")
 
 
 if __name__ == "__main__":

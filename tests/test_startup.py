@@ -183,6 +183,16 @@ def test_help_from_the_table_is_the_help_of_the_loaded_commands() -> None:
     assert "search   Search memory for QUERY" in before
 
 
+def test_a_mistyped_command_is_matched_against_every_command() -> None:
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(build_cli(), ["serch", "deploys"])
+    assert result.exit_code == 2
+    assert "No such command 'serch'" in result.output
+    if hasattr(click.exceptions, "NoSuchCommand"):  # click ≥ 8.4 suggests
+        assert "'search'" in result.output
+
+
 def test_keyword_only_search_never_loads_numpy(tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
     (workspace / "memory").mkdir(parents=True)

@@ -40,7 +40,7 @@ from ._locate import locate
 from ._mcp import McpSidecar
 from ._models import Preflight
 from ._process import QmdRunner
-from ._results import RELAXED_COVERAGE, SCORING, RawHit, parse_items, to_hits
+from ._results import RELAXED_COVERAGE, SCORING, RawHit, calibrated, parse_items, to_hits
 from ._settings import MODES, QmdSettings
 from ._update import UpdateCycle
 
@@ -146,7 +146,7 @@ class QmdBackend(Backend):
         return BackendResult(
             hits=tuple(hits[: request.candidates]),
             mode=mode,
-            relaxed_min_score=RELAXED_COVERAGE if mode == "search" else 0.0,
+            relaxed_min_score=calibrated(RELAXED_COVERAGE) if mode == "search" else 0.0,
             notes=notes,
         )
 

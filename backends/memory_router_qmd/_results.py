@@ -12,13 +12,14 @@ across queries; the score is the *coverage* of the cited lines (:mod:`._cite`: t
 of the query's keywords they hold, each weighted by its rarity, 0–1) times a factor for
 QMD's fused rank of the document: ``coverage × (0.5 + 0.5 × rank_factor)`` with
 ``rank_factor = 1 / (1 + (rank-1)/10)`` (rank 1 → 1.0, rank 10 → 0.76, rank 30 → 0.63;
-measured against a rank share of 0.1 on LoCoMo (equal) and pydocs (better)). So
-``min_score`` means "at least this share of the query is in the lines shown": a hit that
-holds only a stray common word of a nonsense query falls under the default 0.35, a hit
-holding the rare words is kept; when nothing reaches ``min_score``, hits at 0.3 or more
-(about one keyword in three) are kept anyway (:data:`RELAXED_COVERAGE`). ``vsearch`` (no
-keywords to count) keeps the rank factor alone; in ``query`` mode QMD's reranker blend is
-already in 0–1 and is kept (clipped). Hits are returned best first.
+measured against a rank share of 0.1 on LoCoMo (equal) and pydocs (better)), then
+:func:`calibrated` so that the router's default ``min_score`` (0.2) stands for a raw 0.35
+— about a third of the query's weight in the lines shown. A hit holding only a stray word
+of a nonsense query falls under it, a hit holding the rare words is kept; when nothing
+reaches ``min_score``, hits at a raw 0.3 or more (about one keyword in three) are kept
+anyway (:data:`RELAXED_COVERAGE`). ``vsearch`` (no keywords to count) keeps the rank
+factor alone; in ``query`` mode QMD's reranker blend is already in 0–1 and is kept
+(clipped). Hits are returned best first.
 """
 
 from __future__ import annotations
@@ -115,9 +116,24 @@ def rank_score(rank: int) -> float:
 
 RANK_SHARE = 0.5
 """How much of a ``search`` score QMD's rank may take away (half, at the deepest ranks)."""
+CROSSING = 0.35
+"""The raw ``search`` score (coverage × rank factor) that the router's default
+``min_score`` stands for: on LoCoMo it keeps 96 % of the hits holding evidence and a third
+of the best hits of another conversation (``bench/calibrate_qmd.py``)."""
+DEFAULT_MIN_SCORE = 0.2
+"""``[query] min_score``'s default, which :data:`CROSSING` is mapped to."""
 RELAXED_COVERAGE = 0.3
-"""When no hit reaches ``min_score``, ``search`` hits scoring this much are kept (about a
-third of the query shown), so a real match is not lost to a strict threshold."""
+"""When no hit reaches ``min_score``, ``search`` hits whose raw score is this much are
+kept (about a third of the query shown), so a real match is not lost to a strict
+threshold (as a score: :func:`calibrated` of it)."""
+
+
+def calibrated(raw: float) -> float:
+    """A raw ``search`` score on the router's scale: linear from 0 to :data:`CROSSING` →
+    :data:`DEFAULT_MIN_SCORE`, and from there to 1 → 1 (the order is kept)."""
+    if raw <= CROSSING:
+        return max(0.0, raw) * DEFAULT_MIN_SCORE / CROSSING
+    return DEFAULT_MIN_SCORE + (min(1.0, raw) - CROSSING) * (1 - DEFAULT_MIN_SCORE) / (1 - CROSSING)
 
 
 def hit_score(item: RawHit, rank: int, scoring: Scoring) -> float:
@@ -125,7 +141,7 @@ def hit_score(item: RawHit, rank: int, scoring: Scoring) -> float:
     if scoring == "qmd":
         return min(1.0, max(0.0, item.score))
     if scoring == "coverage" and item.coverage is not None:
-        return item.coverage * (1.0 - RANK_SHARE + RANK_SHARE * rank_score(rank))
+        return calibrated(item.coverage * (1.0 - RANK_SHARE + RANK_SHARE * rank_score(rank)))
     return rank_score(rank)
 
 

@@ -68,10 +68,15 @@ def check_mode(mode: str | None, spec: BackendSpec | None) -> None:
 def with_below_min_score(
     response: SearchResponse, result: BackendResult, request: SearchRequest, config: Config
 ) -> SearchResponse:
-    """``response``, saying how many hits were found under ``min_score`` when it is empty."""
+    """``response``, saying how many hits (score > 0) were found under ``min_score`` when
+    it is empty."""
     if response.results or not result.hits or request.min_score <= 0:
         return response
-    hits = list(result.hits)
+    # A hit that scored 0 matched nothing (a vector candidate under the calibrated
+    # floor): it is not "found under the threshold", and would only make noise look close.
+    hits = [h for h in result.hits if h.score > 0]
+    if not hits:
+        return response
     if config.query.temporal_decay.enabled:
         hits = apply_decay(hits, config)
     best = max(h.score for h in hits)

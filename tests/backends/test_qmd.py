@@ -334,15 +334,18 @@ def test_cited_lines_show_the_answer_and_min_score_drops_noise(
         coffee = router.search("does the user like coffee or tea")
         noise = router.search("quantum chromodynamics lattice gauge tea")
         relaxed = router.search("which coffee roast and grinder")
+        strict = router.search("which coffee roast and grinder", min_score=0.5)
     top = answer.results[0]
     assert (answer.backend, top.path) == ("qmd", "memory/2026-10-05.md")
     assert top.start_line <= 44 <= top.end_line  # the answer's line, not QMD's line 3
     assert "Priya saw the dentist" in top.snippet
     assert top.score > 0.9  # every keyword is in the cited lines
     assert [h.path for h in coffee.results] == ["MEMORY.md"]
-    assert coffee.results[0].score >= 0.35  # the default min_score keeps a real match
+    assert coffee.results[0].score >= 0.2  # the default min_score keeps a real match
     assert noise.backend == "qmd"
     assert not noise.results  # one stray "tea" in five keywords: under min_score
-    # Nothing reaches 0.35, but one keyword in three is kept rather than answer nothing.
+    # One keyword in three is kept by the default min_score; with a stricter one, the
+    # relaxation still keeps it rather than answer nothing.
     assert [h.path for h in relaxed.results] == ["MEMORY.md"]
-    assert 0.3 <= relaxed.results[0].score < 0.35
+    assert [h.path for h in strict.results] == ["MEMORY.md"]
+    assert strict.results[0].score < 0.5

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from memory_router import load_config
 from memory_router_qmd._cite import recite
 from memory_router_qmd._collections import Collection
-from memory_router_qmd._results import RawHit, hit_score, to_hits
+from memory_router_qmd._results import DEFAULT_MIN_SCORE, RawHit, calibrated, hit_score, to_hits
 
 DOC = "# Trip\n\nWe talked about the weather.\nDinner was fish.\n" + "filler line\n" * 40
 DOC += "Booked flights to Lisbon.\nThe hotel is in Alfama.\n\n"
@@ -57,11 +60,20 @@ def test_a_file_edited_since_indexing_is_cited_as_it_is_now(tmp_path: Path) -> N
     assert (stale.start_line, stale.snippet) == (3, "The hotel is in Alfama.")
 
 
-def test_search_scores_are_coverage_times_a_rank_factor() -> None:
+def test_search_scores_are_coverage_times_a_rank_factor_on_the_routers_scale(
+    tmp_path: Path,
+) -> None:
     hit = qmd_hit()
     assert hit_score(replace(hit, coverage=1.0), 1, "coverage") == 1.0
-    assert 0.6 < hit_score(replace(hit, coverage=1.0), 30, "coverage") < 0.65
-    assert hit_score(replace(hit, coverage=0.25), 1, "coverage") == 0.25
+    assert (
+        0.35 < calibrated(0.5 + 0.5 / 3.9) == hit_score(replace(hit, coverage=1.0), 30, "coverage")
+    )
+    # A raw 0.35 (a third of the query shown, at the top rank) is the default min_score.
+    assert hit_score(replace(hit, coverage=0.35), 1, "coverage") == pytest.approx(0.2)
+    defaults = load_config(None, environ={}, overrides={"workspace": str(tmp_path)})
+    assert defaults.query.min_score == DEFAULT_MIN_SCORE  # else re-calibrate CROSSING
+    assert calibrated(0.0) == 0.0
+    assert calibrated(0.1) < calibrated(0.3) < calibrated(0.35) < calibrated(0.6) < 1.0
     assert hit_score(hit, 2, "rank") == 1 / 1.1
     assert hit_score(replace(hit, score=3.0), 5, "qmd") == 1.0
 
@@ -83,4 +95,8 @@ def test_a_documents_runs_share_its_rank_and_hits_come_best_first(tmp_path: Path
         ("memory/trip.md", 3),
         ("memory/trip.md", 9),
     ]
-    assert [round(h.score, 3) for h in hits] == [round(0.5 + 0.5 / 1.1, 3), 0.5, 0.25]
+    assert [h.score for h in hits] == [
+        calibrated(0.5 + 0.5 / 1.1),
+        calibrated(0.5),
+        calibrated(0.25),
+    ]

@@ -117,3 +117,17 @@ def test_cli_explain_prints_the_factors_and_the_dropped(tmp_path: Path) -> None:
     assert "× decay 1.000 × importance 1.000 =" in result.output
     assert "Dropped (" in result.output
     assert "beyond max_results = 1" in result.output
+
+
+def test_an_answer_of_only_zero_scores_is_no_match_not_hits_below_the_threshold(
+    tmp_path: Path,
+) -> None:
+    # The demo printed "18 hit(s) scored below min_score 0.2 (best 0.000)" for a question
+    # about physics: vector candidates under the calibrated floor score 0, match nothing.
+    with build(tmp_path) as router:
+        everything = router.search("quantum chromodynamics lattice", min_score=0.0)
+        assert everything.results
+        assert all(h.score == 0 for h in everything.results)
+        answer = router.search("quantum chromodynamics lattice", min_score=0.2)
+        assert answer.results == ()
+        assert answer.below_min_score is None

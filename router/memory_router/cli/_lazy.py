@@ -85,6 +85,19 @@ class LazyGroup(RootGroup):
             self.add_command(getattr(module, cmd_name), cmd_name)
         return self.commands.get(cmd_name)
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as error:
+            # click (≥ 8.4) suggests only among loaded commands: offer every command.
+            unknown = getattr(click.exceptions, "NoSuchCommand", None)
+            if unknown is None or not isinstance(error, unknown):
+                raise
+            names = self.list_commands(ctx)
+            raise unknown(error.command_name, possibilities=names, ctx=ctx) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """As click's, with a stand-in carrying the table's help for a command not loaded."""
         rows = [(name, self._listed(ctx, name)) for name in self.list_commands(ctx)]
