@@ -95,22 +95,26 @@ def import_chunks(
     for chunk in chunks:
         batch.append(chunk)
         if len(batch) >= BATCH:
-            written += write_batch(store, tables, batch)
+            written += write_batch(store, tables, batch, empty=pointer is None)
             batch = []
     if batch:
-        written += write_batch(store, tables, batch)
+        written += write_batch(store, tables, batch, empty=pointer is None)
     return written
 
 
-def write_batch(store: LanceStore, tables: Tables, batch: Sequence[Chunk]) -> int:
-    """Upsert ``batch`` with its embeddings (and entries) into ``tables``."""
+def write_batch(
+    store: LanceStore, tables: Tables, batch: Sequence[Chunk], *, empty: bool = False
+) -> int:
+    """Upsert ``batch`` with its embeddings (and entries) into ``tables`` (``empty``: a
+    generation this call created, appended to without merging; ids are unique)."""
     dims = tables.chunks.schema.field("vector").type.list_size if _has_vector(tables) else None
     unique = list({c.id: c for c in batch}.values())
     vectors = [
         list(c.embedding) if c.embedding is not None and len(c.embedding) == dims else None
         for c in unique
     ]
-    Indexer(store, tables, None, journal="").write_chunks(unique, vectors, paths=None)
+    indexer = Indexer(store, tables, None, journal="", empty=empty)
+    indexer.write_chunks(unique, vectors, paths=None)
     return len(unique)
 
 
