@@ -1,9 +1,10 @@
 """Benchmark the LanceDB backend beside the built-in SQLite backend, in one process.
 
     .venv/bin/python bench/bench_lancedb.py [--sizes 10000,100000] [--queries 100] [--s3]
-        [--s3-interval 1]
-    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--ann-index ivf_pq] \
-        [--nprobes 20,50] [--refine 5,10]
+        [--s3-interval 1] [--s3-timeout 120]
+    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--ann-index ivf_hnsw_sq] \
+        [--nprobes 20,50] [--refine 0,5] [--ef 50,100] [--ann-partitions 16]
+        [--ef-construction 150] [--ann-dir DIR]
     .venv/bin/python bench/bench_lancedb.py --processes 30 [--s3]
     .venv/bin/python bench/bench_lancedb.py --quick
 
@@ -13,8 +14,9 @@ folder and, with ``--s3``, LanceDB on a loopback moto S3 server (``read_consiste
 = ``--s3-interval``, 1 s by default as docs/backends.md advises); then ``optimize()`` is
 timed, and every query runs on each backend in turn (interleaved, so machine load hits
 all alike). ``--ann N`` imports N synthetic chunks, builds the ANN index and measures
-vector search p50 and recall@10 against exact search. ``--processes S`` runs 2 writer and
-4 reader processes on one store for S seconds and checks nothing was lost.
+vector search p50 and recall@10 against exact search (``--ann-dir`` keeps the store and
+reuses its import, so another index kind is built on the same rows). ``--processes S``
+runs 2 writer and 4 reader processes on one store for S seconds and checks nothing was lost.
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ import numpy as np
 from bench_sqlite import percentiles, queries, write_corpus
 
 from memory_router import Chunk, Router, SearchRequest, testing
-from memory_router_lancedb import _search
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from s3_helpers.moto_server import BUCKET, S3Server, start_moto  # noqa: E402
+
+KNOBS = ("nprobes", "refine", "ef")
 
 
 def router(base: Path, workspace: Path, backend: str, settings: dict[str, Any]) -> Router:
@@ -59,7 +62,9 @@ def request(q: str) -> SearchRequest:
     return SearchRequest(query=q, max_results=6, min_score=0.0, candidates=24)
 
 
-def compare(size: int, count: int, server: S3Server | None, interval: float) -> None:
+def compare(
+    size: int, count: int, server: S3Server | None, interval: float, timeout: float
+) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-lance-") as tmp:
         base = Path(tmp)
         workspace = base / "ws"
@@ -77,6 +82,7 @@ def compare(size: int, count: int, server: S3Server | None, interval: float) -> 
                     "uri": uri,
                     "storage_options": server.options(),
                     "read_consistency_interval_s": interval,
+                    "request_timeout_s": timeout,
                 },
             )
         routers = {
@@ -122,45 +128,76 @@ def build(r: Router, name: str) -> dict[str, Any]:
     return {"sync_s": sync_s, "chunks": report.chunks, "optimize_ms": optimize_ms}
 
 
-def ann(rows: int, count: int, index: str, probes: list[int], refines: list[int]) -> None:
-    """Import ``rows`` synthetic chunks, build the ANN index, compare with exact search."""
+def _ann_chunks(rows: int, texts: list[str]) -> Any:
+    """The synthetic 1M corpus (seeded, so a kept store's query texts can be rebuilt)."""
     embedder = testing.HashingEmbedder()
     vocab_rng = np.random.default_rng(5)
     vocab = [f"w{i}" for i in range(50_000)]
+    for i in range(rows):
+        words = [vocab[k] for k in np.minimum(vocab_rng.zipf(1.3, 40), 50_000) - 1]
+        text = " ".join(words)
+        if len(texts) < 5000:
+            texts.append(text)
+        yield Chunk(
+            id=f"c{i}",
+            path=f"memory/f{i // 100}.md",
+            source="memory",
+            start_line=i % 100 + 1,
+            end_line=i % 100 + 1,
+            text=text,
+            hash=str(i),
+            model=embedder.model,
+            embedding=tuple(embedder.vector(text)),
+        )
+
+
+def _build_ann(backend: Any, tables: Any, index: str, partitions: int, ef_build: int) -> None:
+    """(Re)build the vector index as the backend would (``partitions`` / ``ef_build`` 0 =
+    LanceDB's default), then compact through the backend's ``optimize()``."""
+    from lancedb import index as lance_index
+
+    from memory_router_lancedb._housekeeping import VECTOR_INDEX
+
+    if VECTOR_INDEX in {i.name for i in tables.chunks.list_indices()}:
+        tables.chunks.drop_index(VECTOR_INDEX)
+    kinds = {
+        "ivf_pq": lance_index.IvfPq,
+        "ivf_flat": lance_index.IvfFlat,
+        "ivf_hnsw_sq": lance_index.IvfHnswSq,
+        "ivf_hnsw_pq": lance_index.IvfHnswPq,
+    }
+    options: dict[str, Any] = {"num_partitions": partitions or None}
+    if ef_build:
+        options["ef_construction"] = ef_build
+    config = kinds[index](distance_type="cosine", **options)
+    tables.chunks.create_index("vector", config=config, name=VECTOR_INDEX)
+    backend.optimize()  # compaction; ann_min_rows is above the table, so no second build
+
+
+def ann(rows: int, count: int, index: str, knobs: dict[str, list[int]], keep: str) -> None:
+    """Import ``rows`` synthetic chunks (or reuse a kept store), build the ANN index,
+    compare with exact search for every nprobes × refine × ef."""
+    embedder = testing.HashingEmbedder()
     with tempfile.TemporaryDirectory(prefix="bench-lance-ann-") as tmp:
-        base = Path(tmp)
+        base = Path(keep or tmp)
         workspace = testing.write_workspace(base / "ws", {"MEMORY.md": "# empty\n"})
-        settings = {"uri": str(base / "lance"), "ann_min_rows": 1, "ann_index": index}
+        settings = {"uri": str(base / "lance"), "ann_min_rows": rows + 1}  # built below
         r = router(base / "state", workspace, "lancedb", settings)
         backend: Any = r.backend("lancedb")
-        fingerprint = r.fingerprint()
         texts: list[str] = []
-
-        def chunks() -> Any:
-            for i in range(rows):
-                words = [vocab[k] for k in np.minimum(vocab_rng.zipf(1.3, 40), 50_000) - 1]
-                text = " ".join(words)
-                if len(texts) < 5000:
-                    texts.append(text)
-                yield Chunk(
-                    id=f"c{i}",
-                    path=f"memory/f{i // 100}.md",
-                    source="memory",
-                    start_line=i % 100 + 1,
-                    end_line=i % 100 + 1,
-                    text=text,
-                    hash=str(i),
-                    model=embedder.model,
-                    embedding=tuple(embedder.vector(text)),
-                )
-
+        marker = base / f"imported-{rows}"
         started = time.perf_counter()
-        backend.import_chunks(chunks(), fingerprint=fingerprint)
+        if marker.exists():
+            for _ in _ann_chunks(5000, texts):
+                pass
+        else:
+            backend.import_chunks(_ann_chunks(rows, texts), fingerprint=r.fingerprint())
+            marker.write_text("ok\n")
         import_s = time.perf_counter() - started
         store = backend.store
         tables = store.tables(store.pointer().generation)
         started = time.perf_counter()
-        backend.optimize()  # builds the ANN index (ann_min_rows = 1) and compacts
+        _build_ann(backend, tables, index, knobs["partitions"][0], knobs["ef_construction"][0])
         build_s = time.perf_counter() - started
         rng = np.random.default_rng(9)
         picks = rng.choice(len(texts), size=count, replace=False)
@@ -177,29 +214,41 @@ def ann(rows: int, count: int, index: str, probes: list[int], refines: list[int]
             truths.append(set(truth.to_arrow().column("id").to_pylist()))
             exact_ms.append((time.perf_counter() - started) * 1000)
         e50, e95 = percentiles(exact_ms)
-        for nprobes in probes:
-            for refine in refines:
-                ann_ms, recalls = [], []
-                for vector, truth in zip(vectors, truths, strict=True):
-                    started = time.perf_counter()
-                    found = _search.vector_rows(
-                        tables.chunks,
-                        vector,
-                        where=None,
-                        limit=10,
-                        refine_factor=refine,
-                        nprobes=nprobes,
+        label = (
+            f"{index} ({knobs['partitions'][0] or 'default'} partitions,"
+            f" ef_construction {knobs['ef_construction'][0] or 'default'})"
+        )
+        for nprobes in knobs["nprobes"]:
+            for refine in knobs["refine"]:
+                for ef in knobs["ef"]:
+                    a50, a95, recall = _ann_run(tables.chunks, vectors, truths, nprobes, refine, ef)
+                    print(
+                        f"| {rows} | {label} | {nprobes} | {refine} | {ef or '-'}"
+                        f" | {import_s:.0f} | {build_s:.0f} | {e50:.1f} / {e95:.1f}"
+                        f" | {a50:.1f} / {a95:.1f} | {recall:.3f} | {os.getloadavg()[0]:.1f} |",
+                        flush=True,
                     )
-                    ann_ms.append((time.perf_counter() - started) * 1000)
-                    recalls.append(len(truth & set(found)) / max(1, len(truth)))
-                a50, a95 = percentiles(ann_ms)
-                print(
-                    f"| {rows} | {index} | {nprobes} | {refine} | {import_s:.0f} | {build_s:.0f}"
-                    f" | {e50:.1f} / {e95:.1f} | {a50:.1f} / {a95:.1f}"
-                    f" | {float(np.mean(recalls)):.3f} | {os.getloadavg()[0]:.1f} |",
-                    flush=True,
-                )
         r.close()
+
+
+def _ann_run(
+    table: Any, vectors: list[Any], truths: list[set[str]], nprobes: int, refine: int, ef: int
+) -> tuple[float, float, float]:
+    """ANN p50, p95 and mean recall@10 of one setting (the backend's vector path, plus ef)."""
+    ann_ms, recalls = [], []
+    for vector, truth in zip(vectors, truths, strict=True):
+        started = time.perf_counter()
+        builder = table.search(list(vector), vector_column_name="vector").distance_type("cosine")
+        builder = builder.nprobes(nprobes)
+        if refine:
+            builder = builder.refine_factor(refine)
+        if ef:
+            builder = builder.ef(ef)
+        found = builder.limit(10).select(["id", "_distance"]).to_arrow().column("id").to_pylist()
+        ann_ms.append((time.perf_counter() - started) * 1000)
+        recalls.append(len(truth & set(found)) / max(1, len(truth)))
+    a50, a95 = percentiles(ann_ms)
+    return a50, a95, float(np.mean(recalls))
 
 
 def processes(seconds: float, server: S3Server | None) -> None:
@@ -273,10 +322,26 @@ def main() -> None:
         default=1.0,
         help="read_consistency_interval_s of the S3 store (0 = check before every read)",
     )
+    parser.add_argument(
+        "--s3-timeout",
+        type=float,
+        default=20.0,
+        help="request_timeout_s of the S3 store (a 100k table's first read is ~150 MB from moto)",
+    )
     parser.add_argument("--ann", type=int, default=0, help="rows for the ANN recall run")
     parser.add_argument("--ann-index", default="ivf_hnsw_sq")
     parser.add_argument("--nprobes", default="20", help="ANN run: comma-separated nprobes")
     parser.add_argument("--refine", default="5", help="ANN run: comma-separated refine factors")
+    parser.add_argument("--ef", default="0", help="ANN run: comma-separated HNSW ef (0 = default)")
+    parser.add_argument(
+        "--ann-partitions", type=int, default=0, help="ANN run: IVF partitions (0 = default)"
+    )
+    parser.add_argument(
+        "--ef-construction", type=int, default=0, help="ANN run: HNSW build ef (0 = default)"
+    )
+    parser.add_argument(
+        "--ann-dir", default="", help="ANN run: keep the store here and reuse its import"
+    )
     parser.add_argument(
         "--processes", type=float, default=0, help="seconds of the multi-process run"
     )
@@ -297,13 +362,14 @@ def main() -> None:
             return
         if args.ann:
             print(
-                "| rows | index | nprobes | refine | import s | index build + optimize s"
+                "| rows | index | nprobes | refine | ef | import s | index build + optimize s"
                 " | exact p50/p95 ms | ANN p50/p95 ms | recall@10 | load |"
             )
-            print("|---|---|---|---|---|---|---|---|---|---|")
-            probes = [int(n) for n in args.nprobes.split(",")]
-            refines = [int(n) for n in args.refine.split(",")]
-            ann(args.ann, min(args.queries, 100), args.ann_index, probes, refines)
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
+            knobs = {k: [int(n) for n in getattr(args, k).split(",")] for k in KNOBS}
+            knobs["partitions"] = [args.ann_partitions]
+            knobs["ef_construction"] = [args.ef_construction]
+            ann(args.ann, min(args.queries, 100), args.ann_index, knobs, args.ann_dir)
             return
         print(
             "| chunks | store | sync s | chunks/s | optimize ms | hybrid p50/p95 ms"
@@ -311,7 +377,7 @@ def main() -> None:
         )
         print("|---|---|---|---|---|---|---|")
         for size in (int(s) for s in args.sizes.split(",")):
-            compare(size, args.queries, server, args.s3_interval)
+            compare(size, args.queries, server, args.s3_interval, args.s3_timeout)
     finally:
         if server is not None:
             server.stop()
