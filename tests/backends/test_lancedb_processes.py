@@ -91,7 +91,10 @@ def _run(
         assert not router.sync()[0].errors  # a writer may have synced an older journal last
         total = len(router.entries())
     for out in outs[2:]:
-        out.with_suffix(".done").write_text(str(total), encoding="utf-8")
+        # Renamed into place: a reader polling for it never reads it empty.
+        partial = out.with_suffix(".done-partial")
+        partial.write_text(str(total), encoding="utf-8")
+        partial.replace(out.with_suffix(".done"))
     read = [finish(p, out) for p, out in zip(readers, outs[2:], strict=True)]
     return written, read
 
