@@ -19,17 +19,17 @@ Turn recall@10 is the share of a question's evidence turns among the 10 entries 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_router import Entry, Router, testing
+from memory_router import Entry, Router, entry_weight, testing
 from memory_router._bench_data import _session_date, _sessions, file_sha256, load_locomo
 from memory_router._journal import journal_text
 
@@ -58,18 +58,20 @@ def conversation_entries(sample: dict[str, Any]) -> list[Entry]:
     return entries
 
 
-def make_router(base: Path, workspace: Path, backend: str, embedding: str, on: bool) -> Router:
-    settings = {"uri": str(base / "lance")} if backend == "lancedb" else None
+def make_router(
+    base: Path, workspace: Path, args: argparse.Namespace, ranking: dict[str, Any]
+) -> Router:
+    settings = {"uri": str(base / "lance")} if args.backend == "lancedb" else None
     config = testing.router_config(
         base,
         workspace,
-        backend=backend,
-        embedding=embedding,
+        backend=args.backend,
+        embedding=args.embedding,
         settings=settings,
-        entries={"ranking": {"enabled": on}},
+        entries={"ranking": ranking},
         query={"min_score": 0.0, "max_injected_chars": 0},
         citations="off",
-        cache={"path": str(base.parent / "embedding-cache.sqlite")},
+        cache={"path": args.cache},
     )
     return Router.from_config(config, plugins=[testing])
 
@@ -78,13 +80,57 @@ def turns(ids: list[str]) -> set[str]:
     return {i.removeprefix("e-") for i in ids}
 
 
+def parse_ranking(text: str) -> dict[str, Any]:
+    """``"w/h/f"``: the ``[entries.ranking]`` table with those three keys."""
+    w, h, f = (float(x) for x in text.split("/"))
+    return {"importance_weight": w, "half_life_days": h, "recency_floor": f}
+
+
+def top(pool: list[tuple[Entry, float]], ranking: Any, now: float) -> list[str]:
+    """The 10 best ids of ``pool`` (entry, unweighted score) under ``ranking``."""
+    weighted = [(s * entry_weight(e, ranking, now=now), -i, e.id) for i, (e, s) in enumerate(pool)]
+    return [entry_id for _, _, entry_id in sorted(weighted, reverse=True)[:K]]
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.scores: dict[tuple[str, str], list[float]] = {}
+
+    def add(self, op: str, label: str, found: list[str], wanted: set[str]) -> None:
+        self.scores.setdefault((op, label), []).append(len(turns(found) & wanted) / len(wanted))
+
+    def mean(self, op: str, label: str) -> float:
+        return statistics.fmean(self.scores[(op, label)])
+
+
+def ask(router: Router, query: Any, tally: Tally, label: str, grid: list[str]) -> str | None:
+    """One question: measured as configured (``label``), and re-weighted for ``grid``."""
+    wanted = set(query.relevant)
+    recalled = router.recall(query.text, limit=K)
+    tally.add("recall", label, [m.entry.id for m in recalled.results], wanted)
+    hits = router.search(query.text, max_results=K).results
+    tally.add("search", label, [h.entry.id for h in hits if h.entry is not None], wanted)
+    if grid:
+        now = datetime.now(UTC).timestamp()
+        pool = [(m.entry, m.similarity) for m in router.recall(query.text, limit=50).results]
+        wide = router.search(query.text, max_results=K * 4).results
+        hit_pool = [(h.entry, h.score) for h in wide if h.entry is not None]
+        for text in grid:
+            template = router.config.entries.ranking
+            ranking = dataclasses.replace(template, enabled=True, **parse_ranking(text))
+            tally.add("recall", text, top(pool, ranking, now), wanted)
+            tally.add("search", text, top(hit_pool, ranking, now), wanted)
+    return recalled.backend
+
+
 def run(args: argparse.Namespace) -> None:
     data = Path(args.data)
     samples = json.loads(data.read_text(encoding="utf-8"))[: args.groups]
     questions = {g.name: g.queries for g in load_locomo(data).groups}
-    scores: dict[tuple[str, bool], list[float]] = {}
+    grid = [g for g in args.grid.split(",") if g]
+    on_table = parse_ranking(args.on)
+    tally = Tally()
     answered_by: set[str | None] = set()
-    latencies: dict[bool, list[float]] = {True: [], False: []}
     with tempfile.TemporaryDirectory(prefix="bench-entry-ranking-") as tmp:
         for sample in samples:
             name = str(sample["sample_id"])
@@ -94,37 +140,32 @@ def run(args: argparse.Namespace) -> None:
             journal = workspace / "memory" / "entries.md"
             journal.parent.mkdir(parents=True, exist_ok=True)
             journal.write_text(journal_text(conversation_entries(sample)), encoding="utf-8")
-            for on in (True, False):
-                base = Path(tmp) / name / ("on" if on else "off")
-                with make_router(base, workspace, args.backend, args.embedding, on) as router:
+            runs: list[tuple[str, dict[str, Any], list[str]]] = [
+                ("off", {"enabled": False}, grid),
+                (f"on {args.on}", on_table, []),
+            ]
+            for label, ranking, offline in runs:
+                folder = Path(tmp) / name / label.split()[0]
+                with make_router(folder, workspace, args, ranking) as router:
                     router.sync()
                     for query in questions[name]:
-                        wanted = set(query.relevant)
-                        started = time.perf_counter()
-                        recalled = router.recall(query.text, limit=K)
-                        latencies[on].append((time.perf_counter() - started) * 1000)
-                        answered_by.add(recalled.backend)
-                        found = turns([m.entry.id for m in recalled.results])
-                        scores.setdefault(("recall", on), []).append(
-                            len(found & wanted) / len(wanted)
-                        )
-                        hits = router.search(query.text, max_results=K).results
-                        found = turns([h.entry.id for h in hits if h.entry is not None])
-                        scores.setdefault(("search", on), []).append(
-                            len(found & wanted) / len(wanted)
-                        )
+                        answered_by.add(ask(router, query, tally, label, offline))
             print(f"# {name} done, load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
     print(f"# LoCoMo {data.name} sha256 {file_sha256(data)}, {args.groups} conversation(s)")
     print(f"# backend {args.backend}, embedding {args.embedding}, recall answered by {answered_by}")
-    print("| operation | ranking off: turn recall@10 | ranking on | on − off | questions |")
+    print(
+        "| ranking (importance_weight / half_life_days / recency_floor) | recall: turn R@10"
+        " | vs off | search: turn R@10 | vs off |"
+    )
     print("|---|---|---|---|---|")
-    for op in ("recall", "search"):
-        off, on_ = statistics.fmean(scores[(op, False)]), statistics.fmean(scores[(op, True)])
-        n = len(scores[(op, True)])
-        print(f"| {op} | {off:.3f} | {on_:.3f} | {on_ - off:+.3f} | {n} |")
-    for on in (False, True):
-        ordered = sorted(latencies[on])
-        print(f"# recall p50 {'on' if on else 'off'}: {ordered[len(ordered) // 2]:.1f} ms")
+    base = {op: tally.mean(op, "off") for op in ("recall", "search")}
+    for label in ("off", f"on {args.on}", *grid):
+        kind = "" if label.startswith("o") else " (re-weighted offline)"
+        r, s = tally.mean("recall", label), tally.mean("search", label)
+        print(
+            f"| {label}{kind} | {r:.3f} | {r - base['recall']:+.3f} | {s:.3f}"
+            f" | {s - base['search']:+.3f} |"
+        )
 
 
 def main() -> None:
@@ -133,6 +174,15 @@ def main() -> None:
     parser.add_argument("--backend", default="lancedb")
     parser.add_argument("--embedding", default="minilm", help="provider (hash: plumbing only)")
     parser.add_argument("--groups", type=int, default=10, help="conversations to use")
+    parser.add_argument("--on", default="0.3/60/0.5", help="the ranking measured directly: w/h/f")
+    parser.add_argument(
+        "--grid", default="", help="more rankings, re-weighted offline: w/h/f,w/h/f,..."
+    )
+    parser.add_argument(
+        "--cache",
+        default=str(Path(tempfile.gettempdir()) / "bench-entry-ranking-cache.sqlite"),
+        help="embedding cache kept between runs",
+    )
     run(parser.parse_args())
 
 

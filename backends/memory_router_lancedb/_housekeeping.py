@@ -3,9 +3,10 @@
 After a sync the FTS index is created when missing; ``optimize()`` (compaction, folding
 new rows into the indexes, removing versions older than ``cleanup_older_than_hours``) runs
 every ``optimize_every_writes`` writes (a large rebuild reaches that by itself), or when
-``optimize_interval_minutes`` have passed; the ANN vector index is built in the same
-maintenance once ``ann_min_rows`` chunks exist. Rows written since the last fold stay
-searchable (Lance scans them), only slower.
+``optimize_interval_minutes`` have passed since the last optimize or since the live
+generation was switched in (a fresh generation is a few large fragments); the ANN vector
+index is built in the same maintenance once ``ann_min_rows`` chunks exist. Rows written
+since the last fold stay searchable (Lance scans them), only slower.
 """
 
 from __future__ import annotations
@@ -129,11 +130,18 @@ def _due(store: LanceStore, written: int, *, rebuilt: bool) -> bool:
         return True
     if rebuilt or (written == 0 and store.writes_since_optimize == 0):
         return False  # a fresh generation is a few large fragments, its FTS index complete
-    last = store.read_meta().get("optimize")
+    last = _settled_at(store.read_meta())
     if last is None:
         return True
-    age = datetime.now(UTC) - datetime.fromisoformat(last["at"])
+    age = datetime.now(UTC) - last
     return age >= timedelta(minutes=settings.optimize_interval_minutes)
+
+
+def _settled_at(meta: dict[str, Any]) -> datetime | None:
+    """The later of the last optimize and the live generation's switch, if any."""
+    stamps = [meta.get("optimize", {}).get("at"), meta.get("current", {}).get("switched_at")]
+    known = [datetime.fromisoformat(s) for s in stamps if s]
+    return max(known) if known else None
 
 
 def status(store: LanceStore, name: str, *, deep: bool) -> BackendStatus:

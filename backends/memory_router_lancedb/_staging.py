@@ -19,7 +19,10 @@ class LanceStaging(Staging):
     Its name and fingerprint are recorded in ``meta`` (key ``staging``), so a killed
     migration reopens it; writes are ``merge_insert`` by chunk id, so a batch written twice
     is written once. A copy is filled with appends of large batches (:attr:`batch_size`)
-    and its indexes are built once, by :meth:`publish`.
+    and its FTS index is built once, by :meth:`publish`. Publish does not compact: a fresh
+    copy is a few large fragments (one per batch) and every row is in its FTS index, so
+    the next ``optimize`` (due ``optimize_interval_minutes`` after the switch, or after
+    ``optimize_every_writes`` writes) has nothing urgent to do.
     """
 
     batch_size = 10_000
@@ -72,7 +75,6 @@ class LanceStaging(Staging):
     def publish(self) -> None:
         def run() -> None:
             _housekeeping.ensure_fts(self.tables.chunks)
-            _housekeeping.optimize(self.store, self.tables, ann=False)
             self.store.switch(self.tables, self.fingerprint, self.dims)
             self.store.delete_meta(STAGING_KEY)
             self.store.prune(self.tables.generation)

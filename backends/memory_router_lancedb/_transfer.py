@@ -95,22 +95,26 @@ def import_chunks(
     for chunk in chunks:
         batch.append(chunk)
         if len(batch) >= BATCH:
-            written += write_batch(store, tables, batch)
+            written += write_batch(store, tables, batch, empty=pointer is None)
             batch = []
     if batch:
-        written += write_batch(store, tables, batch)
+        written += write_batch(store, tables, batch, empty=pointer is None)
     return written
 
 
-def write_batch(store: LanceStore, tables: Tables, batch: Sequence[Chunk]) -> int:
-    """Upsert ``batch`` with its embeddings (and entries) into ``tables``."""
+def write_batch(
+    store: LanceStore, tables: Tables, batch: Sequence[Chunk], *, empty: bool = False
+) -> int:
+    """Upsert ``batch`` with its embeddings (and entries) into ``tables`` (``empty``: a
+    generation this call created, appended to without merging; ids are unique)."""
     dims = tables.chunks.schema.field("vector").type.list_size if _has_vector(tables) else None
     unique = list({c.id: c for c in batch}.values())
     vectors = [
         list(c.embedding) if c.embedding is not None and len(c.embedding) == dims else None
         for c in unique
     ]
-    Indexer(store, tables, None, journal="").write_chunks(unique, vectors, paths=None)
+    indexer = Indexer(store, tables, None, journal="", empty=empty)
+    indexer.write_chunks(unique, vectors, paths=None)
     return len(unique)
 
 
@@ -158,20 +162,21 @@ def append(tables: Tables, chunks: Sequence[Chunk]) -> None:
 
 
 def vector_array(chunks: Sequence[Chunk], dims: int) -> Any:
-    """The chunks' embeddings as a fixed-size list array; null where missing or of
-    another size."""
+    """The chunks' embeddings as a fixed-size list array over one packed float32 buffer;
+    null where missing or of another size."""
     import numpy as np
 
     pa = _schema._pa()
     keep = [c.embedding is not None and len(c.embedding) == dims for c in chunks]
-    matrix = np.zeros((len(chunks), dims), dtype=np.float32)
-    rows = [i for i, k in enumerate(keep) if k]
-    if rows:
-        row = struct.Struct(f"{dims}f")  # packing is ~2x faster than numpy on tuples
-        packed = b"".join(row.pack(*chunks[i].embedding or ()) for i in rows)
-        matrix[rows] = np.frombuffer(packed, dtype=np.float32).reshape(len(rows), dims)
+    row = struct.Struct(f"{dims}f")  # packing is ~2x faster than numpy on tuples
+    zero = bytes(row.size)
+    packed = b"".join(
+        row.pack(*c.embedding) if k and c.embedding else zero
+        for c, k in zip(chunks, keep, strict=True)
+    )
+    values = pa.array(np.frombuffer(packed, dtype=np.float32))
     mask = None if all(keep) else pa.array([not k for k in keep])
-    return pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel()), dims, mask=mask)
+    return pa.FixedSizeListArray.from_arrays(values, dims, mask=mask)
 
 
 def _sized(vector: tuple[float, ...] | None, dims: int) -> list[float] | None:

@@ -259,7 +259,7 @@ class EntryRankingConfig:
     enabled: bool = True
     importance_weight: float = 0.3
     half_life_days: float = 60.0
-    recency_floor: float = 0.5
+    recency_floor: float = 0.95
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "importance_weight", min(max(self.importance_weight, 0.0), 1.0))

@@ -16,6 +16,7 @@ from memory_router import (
     InvalidInput,
     Router,
     SearchRequest,
+    entry_weight,
     testing,
 )
 from memory_router._journal import journal_text
@@ -171,6 +172,10 @@ def test_search_filters_refuse_unknown_values(tmp_path: Path) -> None:
             r.search("kiln", category="gossip")  # type: ignore[arg-type]
 
 
+def weight(item: Entry, ranking: Any) -> float:
+    return entry_weight(item, ranking, now=datetime.now(UTC).timestamp())
+
+
 def test_important_recent_entry_outranks_a_stale_trivial_one_natively(tmp_path: Path) -> None:
     text = "The staging database password rotates every Tuesday"
     stale, fresh = entry("e-stale", text, "fact", 0.1, 400), entry("e-fresh", text, "fact", 0.95, 1)
@@ -183,10 +188,13 @@ def test_important_recent_entry_outranks_a_stale_trivial_one_natively(tmp_path: 
         off.sync()
         ranked = on.recall("staging database password")
         searched = [h for h in on.search("staging database password").results if h.entry]
+        ranking = on.config.entries.ranking
         tied = off.recall("staging database password")
     assert ranked.backend == "lancedb"
     assert [m.entry.id for m in ranked.results] == ["e-fresh", "e-stale"]
-    assert ranked.results[0].score > ranked.results[1].score * 2
+    ratio = ranked.results[0].score / ranked.results[1].score
+    assert ratio == pytest.approx(weight(fresh, ranking) / weight(stale, ranking), rel=1e-4)
+    assert ratio > 1.4  # the default weights (importance 0.3, floor 0.95)
     assert [h.entry.id for h in searched if h.entry] == ["e-fresh", "e-stale"]
     assert tied.backend == "lancedb"
     assert tied.results[0].score == pytest.approx(tied.results[1].score)

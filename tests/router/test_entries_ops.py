@@ -170,12 +170,17 @@ def test_important_recent_entry_outranks_a_stale_trivial_one(tmp_path: Path, ena
     with make(tmp_path, embedding="hash", entries={"ranking": {"enabled": enabled}}) as router:
         recalled = router.recall("staging database password")
         searched = [h for h in router.search("staging database password").results if h.entry]
+        ranking = router.config.entries.ranking
+    now = datetime.now(UTC).timestamp()
+    fresh, stale = (entry_weight(m.entry, ranking, now=now) for m in recalled.results)
     recall_ids = [m.entry.id for m in recalled.results]
     search_ids = [h.entry.id for h in searched if h.entry]
     if enabled:
         assert recall_ids == ["e-fresh", "e-stale"]
         assert search_ids == ["e-fresh", "e-stale"]
-        assert searched[0].score > searched[1].score * 2
+        # The default weights: importance 0.95 and a day old against 0.1 and 400 days.
+        assert fresh / stale > 1.4
+        assert searched[0].score / searched[1].score == pytest.approx(fresh / stale, rel=1e-3)
         assert recalled.results[0].similarity == recalled.results[1].similarity
     else:
         # Equal text, equal score: ranking off leaves them tied (file order).
