@@ -65,8 +65,15 @@ lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy router backends plugins
 
+# A quick pass over the benchmarks (minutes); the full runs and their results are in
+# docs/performance.md, each with its command.
 bench: $(TEST_STAMP)
-	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python "$$script"; done
+	$(BIN)/python bench/bench_embeddings.py --chunks 24 --rounds 3
+	$(BIN)/python bench/bench_startup.py --runs 5
+	$(BIN)/python bench/bench_sqlite.py --sizes 1000,10000 --queries 100
+	$(BIN)/python bench/bench_lancedb.py --quick
+	$(BIN)/python bench/bench_migrate.py --quick
+	$(BIN)/python bench/bench_chaos.py --quick
 
 clean:
 	rm -rf .demo-state .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -8,7 +8,9 @@ standard-library docs (every route truncates them at 256 word pieces).
 
 The routes take turns for ``--rounds`` rounds, so load from other processes hits them
 alike; each figure is the median over rounds and each ratio the median of the per-round
-ratios against the first route. Agreement is the per-chunk cosine against numpy.
+ratios against the first route. CPU time (user + sys of this process, all threads) per
+chunk is the idle-machine equivalent: load from other processes barely changes it.
+Agreement is the per-chunk cosine against numpy.
 
     .venv/bin/python bench/bench_embeddings.py [--chunks 48] [--rounds 3] [--threads N]
 """
@@ -128,6 +130,11 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray((a * b).sum(axis=1))
 
 
+def median_ratio(runs: Sequence[float], base: Sequence[float]) -> float:
+    """The median of the per-round ratios ``runs[i] / base[i]``."""
+    return statistics.median(r / b for r, b in zip(runs, base, strict=True))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=48)
@@ -141,26 +148,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         found = routes(args.threads, Path(tmp), args.llama)
         speeds: dict[str, list[float]] = {name: [] for name in found}
+        cpu: dict[str, list[float]] = {name: [] for name in found}
         vectors: dict[str, np.ndarray] = {}
         for _ in range(args.rounds):
             for name, encode in found.items():
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.process_time()
                 vectors[name] = np.asarray(encode(chunks))
                 speeds[name].append(len(chunks) / (time.perf_counter() - started))
+                cpu[name].append(len(chunks) / (time.process_time() - cpu_started))
         latency = {name: query_ms(encode) for name, encode in found.items()}
     before, now = list(found)[:2]
     reference = vectors[before]
     print(f"load after {os.getloadavg()[0]:.1f}")
-    print("| route | chunks/s (median) | × numpy before | × numpy now | query ms "
-          "| cos vs numpy mean / min |")  # fmt: skip
-    print("|---|---|---|---|---|---|")
+    print("| route | chunks/s (median) | × numpy before | × numpy now | chunks per CPU-s "
+          "| × numpy now, CPU time | query ms | cos vs numpy mean / min |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for name, runs in speeds.items():
-        ratios = [
-            statistics.median(r / b for r, b in zip(runs, speeds[base], strict=True))
-            for base in (before, now)
-        ]
+        ratios = [median_ratio(runs, speeds[base]) for base in (before, now)]
         cos = cosines(vectors[name], reference)
         print(f"| {name} | {statistics.median(runs):.1f} | {ratios[0]:.2f} | {ratios[1]:.2f} "
+              f"| {statistics.median(cpu[name]):.1f} | {median_ratio(cpu[name], cpu[now]):.2f} "
               f"| {latency[name]:.1f} | {cos.mean():.6f} / {cos.min():.6f} |")  # fmt: skip
 
 

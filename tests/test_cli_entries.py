@@ -46,6 +46,9 @@ def test_store_recall_forget_by_query(
     vague = run(*base, "forget", "--query", "aisle seats")
     assert vague.exit_code == 0, vague.output
     assert "nothing forgotten. Candidates:" in vague.stdout
+    hint = vague.stdout.splitlines()[-1]
+    assert hint.startswith("Hint: forget one by its id: memory-router forget e-")
+    assert hint.split()[-1] in vague.stdout.splitlines()[1]  # the best candidate's id
     assert len(json.loads(run(*base, "entries", "--json").stdout)) == 2
     sure = run(*base, "forget", "--query", "Prefers aisle seats", "--json")
     result = json.loads(sure.stdout)

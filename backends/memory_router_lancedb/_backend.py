@@ -228,7 +228,7 @@ class LanceBackend(Backend):
     def _hit(
         self, row: Row, *, vector_score: float | None = None, text_score: float | None = None
     ) -> Hit:
-        return row_hit(row, self.name, row.score, vector_score, text_score)
+        return row.hit(self.name, row.score, vector_score, text_score)
 
     def _with_entries(self, tables: Tables, hits: list[Hit]) -> list[Hit]:
         ids = [h.chunk_id for h in hits if h.chunk_id and h.path == self.journal]
@@ -288,23 +288,6 @@ class LanceBackend(Backend):
             return written
 
 
-def row_hit(
-    row: Row, backend: str, score: float, vector_score: float | None, text_score: float | None
-) -> Hit:
-    return Hit(
-        path=row.path,
-        start_line=row.start_line,
-        end_line=row.end_line,
-        score=min(1.0, max(0.0, score)),
-        snippet=row.text,
-        source="sessions" if row.source == "sessions" else "memory",
-        backend=backend,
-        vector_score=vector_score,
-        text_score=text_score,
-        chunk_id=row.id,
-    )
-
-
 def merge(
     keyword: Mapping[str, Row],
     vector: Mapping[str, Row],
@@ -327,7 +310,7 @@ def merge(
     rows = {**vector, **keyword}  # keyword text preferred, as in the built-in backend
     return [
         replace(
-            row_hit(rows[f.id], backend, f.score, f.vector, f.text),
+            rows[f.id].hit(backend, f.score, f.vector, f.text),
             explain=Explain(
                 relevance=f.score,
                 score=f.score,

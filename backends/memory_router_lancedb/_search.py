@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memory_router import query_keywords
+from memory_router import ScoredChunk, query_keywords
 
 from ._store import Tables, in_list, quote
 
@@ -34,17 +34,7 @@ Columns = list[str] | dict[str, str]
 _WORD = re.compile(r"\w+")
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
-    """A candidate chunk and one leg's score in [0, 1]."""
-
-    id: str
-    path: str
-    source: str
-    start_line: int
-    end_line: int
-    text: str
-    score: float
+Row = ScoredChunk  # a candidate chunk and one leg's score in [0, 1]
 
 
 class Known(Protocol):

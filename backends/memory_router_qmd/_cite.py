@@ -6,7 +6,8 @@ often missed the answer. Here the document is read back from the collection fold
 cited as up to :data:`RUNS_PER_DOCUMENT` runs of whole lines, each within
 ``max_snippet_chars``, holding the most query keywords (:func:`memory_router.best_runs`),
 each keyword weighted by its rarity in the index. A document that cannot be read any more
-(deleted, unreadable, not UTF-8, huge) keeps QMD's own lines and snippet; so does one in
+(deleted, unreadable, not UTF-8, huge, or named outside the collection's folder) keeps
+QMD's own lines and snippet; so does one in
 which no keyword occurs now (edited since QMD indexed it). Only ``search`` mode is
 re-cited: in ``vsearch`` and ``query`` QMD chose the chunk by meaning.
 
@@ -44,7 +45,7 @@ def recite(
 
     ``folder`` is the collection's folder (``None``: keep QMD's lines).
     """
-    text = _read(folder / hit.relpath) if folder is not None else None
+    text = _read_inside(folder, hit.relpath) if folder is not None else None
     cited = []
     if text is not None:
         lines = text.split("\n")
@@ -74,6 +75,17 @@ def _trim(lines: list[str], start: int, end: int) -> tuple[int, int]:
     while end - start > 1 and not lines[start].strip():
         start += 1
     return start, end
+
+
+def _read_inside(folder: Path, relpath: str) -> str | None:
+    """The text of ``folder/relpath`` when it lies inside ``folder`` (QMD's index is not
+    trusted to name only its own files: ``../`` or a link out is never read)."""
+    try:
+        root = folder.resolve()
+        path = (folder / relpath).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return _read(path) if path.is_relative_to(root) else None
 
 
 def _read(path: Path) -> str | None:

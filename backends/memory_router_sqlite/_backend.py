@@ -155,7 +155,7 @@ class SqliteBackend(Backend):
         rows = {**vector, **keyword}  # keyword text preferred (ref §1.7)
         hits = [
             replace(
-                row_hit(rows[f.id], self.name, f.score, f.vector, f.text),
+                rows[f.id].hit(self.name, f.score, f.vector, f.text),
                 explain=Explain(
                     relevance=f.score,
                     score=f.score,
@@ -195,7 +195,7 @@ class SqliteBackend(Backend):
     def _hit(
         self, row: Row, *, vector_score: float | None = None, text_score: float | None = None
     ) -> Hit:
-        return row_hit(row, self.name, row.score, vector_score, text_score)
+        return row.hit(self.name, row.score, vector_score, text_score)
 
     def _with_entries(self, conn: Any, hits: list[Hit]) -> list[Hit]:
         ids = [h.chunk_id for h in hits if h.chunk_id]
@@ -309,23 +309,6 @@ class SqliteBackend(Backend):
             raise
         except Exception as error:
             raise translate(error, backend=self.name, doing="staging") from error
-
-
-def row_hit(
-    row: Row, backend: str, score: float, vector_score: float | None, text_score: float | None
-) -> Hit:
-    return Hit(
-        path=row.path,
-        start_line=row.start_line,
-        end_line=row.end_line,
-        score=min(1.0, max(0.0, score)),
-        snippet=row.text,
-        source="sessions" if row.source == "sessions" else "memory",
-        backend=backend,
-        vector_score=vector_score,
-        text_score=text_score,
-        chunk_id=row.id,
-    )
 
 
 def _attach(hit: Hit, entry: Entry | None) -> Hit:

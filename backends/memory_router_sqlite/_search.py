@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from memory_router import (
+    ScoredChunk,
     bm25_to_score,
     build_match_query,
     build_or_query,
@@ -36,17 +37,7 @@ def query_tokens(query: str) -> list[str]:
     return _WORD.findall(query)
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
-    """A candidate chunk and one side's score in [0, 1]."""
-
-    id: str
-    path: str
-    source: str
-    start_line: int
-    end_line: int
-    text: str
-    score: float
+Row = ScoredChunk  # a candidate chunk and one side's score in [0, 1]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -175,6 +175,42 @@ class Hit(_ToDict):
     explain: Explain | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ScoredChunk:
+    """A backend's candidate chunk with one leg's score in [0, 1] (keyword or vector),
+    before the legs are fused; :meth:`hit` makes the search result."""
+
+    id: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    text: str
+    score: float
+
+    def hit(
+        self,
+        backend: str,
+        score: float,
+        vector_score: float | None = None,
+        text_score: float | None = None,
+    ) -> Hit:
+        """The :class:`Hit` for this chunk: ``score`` clamped to [0, 1], the chunk's text as
+        its snippet (the router's shaping narrows it), ``source`` ``sessions`` or ``memory``."""
+        return Hit(
+            path=self.path,
+            start_line=self.start_line,
+            end_line=self.end_line,
+            score=min(1.0, max(0.0, score)),
+            snippet=self.text,
+            source="sessions" if self.source == "sessions" else "memory",
+            backend=backend,
+            vector_score=vector_score,
+            text_score=text_score,
+            chunk_id=self.id,
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BackendResult(_ToDict):
     """What :meth:`Backend.search` returns: ranked candidates before shared shaping.

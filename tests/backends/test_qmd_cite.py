@@ -100,3 +100,16 @@ def test_a_documents_runs_share_its_rank_and_hits_come_best_first(tmp_path: Path
         calibrated(0.5),
         calibrated(0.25),
     ]
+
+
+def test_a_path_outside_the_collection_is_never_read(tmp_path: Path) -> None:
+    # QMD's index names the file; a tampered or confused index must not make the router
+    # read (and quote in a snippet) anything outside the collection's folder.
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    (tmp_path / "secret.md").write_text("weather: the vault code is 4711\n", encoding="utf-8")
+    (folder / "link.md").symlink_to(tmp_path / "secret.md")
+    for relpath in ("../secret.md", "link.md", str(tmp_path / "secret.md")):
+        [hit] = recite(replace(qmd_hit(), relpath=relpath), folder, "weather", max_chars=200)
+        assert "4711" not in hit.snippet
+        assert (hit.start_line, hit.snippet) == (3, qmd_hit().snippet)

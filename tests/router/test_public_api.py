@@ -52,6 +52,7 @@ EXPECTED = [
     "RecallResult",
     "Router",
     "RouterStatus",
+    "ScoredChunk",
     "SearchRequest",
     "SearchResponse",
     "Secret",

@@ -105,6 +105,9 @@ def forget(ctx: click.Context, entry_id: str | None, query: str | None, as_json:
         click.echo("No single entry matches closely enough; nothing forgotten. Candidates:")
         for match in result.candidates:
             click.echo(f"  {match_line(match)}")
+        click.echo(
+            f"Hint: forget one by its id: memory-router forget {result.candidates[0].entry.id}"
+        )
 
 
 @click.command()
