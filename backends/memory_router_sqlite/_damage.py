@@ -31,7 +31,7 @@ MAGIC = b"SQLite format 3\x00"
 KEEP_DAMAGED = 3
 QUICK_CHECK_MAX_BYTES = 64 * 2**20  # a full page walk above this costs more than it is worth
 MARKER = ".damaged"
-_SUFFIXES = ("", "-wal", "-shm")
+_SUFFIXES = ("", "-wal", "-shm", "-journal")
 _REQUIRED = ((1, "meta"), (1, "files"), (1, "chunks"), (2, "entries"))
 CORRUPT_MARKERS = ("not a database", "malformed", "file is encrypted", "disk image")
 
@@ -114,18 +114,23 @@ def diagnose(
         return "the index path is not a regular file"
     if info.st_size == 0:
         return None
-    header = None if _has_wal(path) else _header_damage(path, info.st_size)
+    header = None if _has_log(path) else _header_damage(path, info.st_size)
     return header or _content_damage(path, driver, busy_timeout_ms, indexed)
 
 
-def _has_wal(path: Path) -> bool:
+def _has_log(path: Path) -> bool:
     # A crash in the middle of a checkpoint leaves a main file shorter than its header says
-    # while the WAL still holds every committed page: SQLite completes it on open, so only
-    # the content check (through SQLite) may judge such a file.
-    try:
-        return Path(f"{path}-wal").stat().st_size > 0
-    except OSError:
-        return False
+    # while the WAL still holds every committed page; a kill in the middle of a commit in
+    # rollback-journal mode (a migration's staging copy) leaves a hot journal. SQLite
+    # completes or rolls back either on open, so only the content check (through SQLite)
+    # may judge such a file.
+    for log in ("-wal", "-journal"):
+        try:
+            if Path(f"{path}{log}").stat().st_size > 0:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _header_damage(path: Path, size: int) -> str | None:
@@ -221,7 +226,7 @@ def _prune(path: Path) -> None:
     copies = sorted(
         p
         for p in path.parent.glob(f"{path.name}.damaged-*")
-        if not p.name.endswith(("-wal", "-shm"))
+        if not p.name.endswith(("-wal", "-shm", "-journal"))
     )
     for old in copies[:-KEEP_DAMAGED]:
         for suffix in _SUFFIXES:

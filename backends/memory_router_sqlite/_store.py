@@ -21,8 +21,8 @@ from ._damage import diagnose, index_lock, mark_damaged, move_aside, remove_orph
 from ._db import Connection, Driver, connect, ensure_fts, migrate, table_exists, vec_dims
 from ._vectors import Matrix
 
-_SUFFIXES = ("", "-wal", "-shm")
-_SIDE = ("-wal", "-shm")
+_SUFFIXES = ("", "-wal", "-shm", "-journal")
+_SIDE = ("-wal", "-shm", "-journal")
 
 
 class Store:
@@ -357,6 +357,7 @@ def recover(path: Path) -> None:
 
 
 def remove_db(path: Path) -> None:
-    """Delete a database file and its -wal/-shm companions, if present."""
+    """Delete a database file and its -wal/-shm/-journal companions, if present (a hot
+    rollback journal left behind would be rolled into the next file of that name)."""
     for suffix in _SUFFIXES:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
