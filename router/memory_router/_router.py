@@ -234,9 +234,13 @@ class Router:
                 return SyncReport(
                     backend=name,
                     errors=(error.message,),
+                    hint=error.hint,
                     duration_ms=(time.perf_counter() - started) * 1000,
                 )
         self._ledger.synced(name, seen)
+        if not report.errors:  # it works again: stop skipping it (here and in other processes)
+            self._breakers[name].success()
+            self._health.record(self.breakers(), self.last_fallback)
         return report
 
     def _index_lock(
