@@ -9,6 +9,7 @@ up to date. Markdown is never touched.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
@@ -230,10 +231,8 @@ def reset(router: Router, names: list[str]) -> list[str]:
             backend = router.backend(name)
         except MemoryRouterError:  # it cannot start: its state folder still goes
             backend = None
-        try:
+        with contextlib.suppress(Unsupported):
             removed.extend(backend.reset() if backend is not None else ())
-        except Unsupported:
-            pass
         for folder in derived_paths(router, name):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(str(folder))

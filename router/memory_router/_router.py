@@ -238,8 +238,9 @@ class Router:
                     duration_ms=(time.perf_counter() - started) * 1000,
                 )
         self._ledger.synced(name, seen)
-        if not report.errors:  # it works again: stop skipping it (here and in other processes)
-            self._breakers[name].success()
+        breaker = self._breakers.get(name)  # a backend outside the chain has none
+        if breaker is not None and not report.errors:  # it works again: stop skipping it
+            breaker.success()
             self._health.record(self.breakers(), self.last_fallback)
         return report
 
