@@ -33,5 +33,6 @@ class FtsWarmth:
         with self._lock:
             if self._warm.get(id(table)) == version:
                 return
-            table.prewarm_index(self.index)
+            if self.index in {i.name for i in table.list_indices()}:  # from the manifest
+                table.prewarm_index(self.index)
             self._warm[id(table)] = version
