@@ -308,7 +308,8 @@ def processes(seconds: float, server: S3Server | None) -> None:
     searches = sum(w["searches"] for w in results[2:])
     converged = max(w["converged_s"] for w in results[2:])
     print(
-        f"| {f's3 ({server.name})' if server else 'local'} | {seconds:.0f} | {written} | {total} | {len(ids)}"
+        f"| {f's3 ({server.name})' if server else 'local'} | {seconds:.0f} | {written}"
+        f" | {total} | {len(ids)}"
         f" | {len(set(ids))} | {searches} | {errors} | {converged:.2f}"
         f" | {report.errors or 'none'} |",
         flush=True,

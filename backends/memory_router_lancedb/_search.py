@@ -126,8 +126,8 @@ def keyword_rows(
     if where:
         builder = builder.where(where, prefilter=True)
     if known is not None:
-        query = builder.limit(limit).with_row_id(True).select(["_score"])
-        found = query.to_arrow().to_pydict()
+        scored = builder.limit(limit).with_row_id(True).select(["_score"])
+        found = scored.to_arrow().to_pydict()
         ids, scores = found["_rowid"], found["_score"]
         rows = [known.row_at(i, bm25(s)) for i, s in zip(ids, scores, strict=True)]
         # Versions only move forward: at ``known``'s version after the query, it ran there.

@@ -94,7 +94,7 @@ def start_seaweedfs(timeout: float = 60.0) -> S3Server:
         stdin=subprocess.DEVNULL,
         env=env,
         cwd=workdir,
-        preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
+        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
     )
     log.close()
     endpoint = f"http://127.0.0.1:{ports['s3']}"
