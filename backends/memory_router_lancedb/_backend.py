@@ -20,7 +20,6 @@ from memory_router import (
     EmbeddingError,
     EntryMatch,
     EntryRequest,
-    Explain,
     Hit,
     MemoryRouterError,
     Progress,
@@ -29,10 +28,8 @@ from memory_router import (
     Staging,
     SyncReport,
     Unsupported,
-    fuse,
-    keyword_coverage,
+    fuse_chunks,
     no_progress,
-    vector_scale,
 )
 
 from . import _housekeeping, _recall, _search, _transfer, _vectors
@@ -42,6 +39,7 @@ from ._staging import LanceStaging
 from ._store import LanceStore, Pointer, Tables
 from ._sync import sync_generation
 from ._vectors import VectorCache
+from ._warm import FtsWarmth
 
 
 class LanceBackend(Backend):
@@ -58,6 +56,7 @@ class LanceBackend(Backend):
         # The keyword leg runs beside the vector leg (LanceDB releases the GIL).
         self._legs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lancedb-leg")
         self._vectors = VectorCache()
+        self._fts = FtsWarmth(_housekeeping.FTS_INDEX)
 
     # -- sync ---------------------------------------------------------------------------
 
@@ -144,6 +143,8 @@ class LanceBackend(Backend):
             except EmbeddingError as error:
                 note = (f"query embedding failed, keyword-only answer: {error.message}",)
         has_fts = _housekeeping.has_fts(scope.table)
+        if has_fts:
+            self._fts.ensure(scope.table)
         if query_vector is None:
             rows = self._keyword(scope, request, None) if has_fts else {}
             hits = [self._hit(r, text_score=r.score) for r in rows.values()]
@@ -176,11 +177,13 @@ class LanceBackend(Backend):
 
     def _loaded_vectors(self, tables: Tables) -> _vectors.Loaded | None:
         """The chunks' vectors and rows in memory, when ``vector_search`` uses them (the
-        caller checked the generation has vectors)."""
-        mode = self.settings.vector_search
-        if mode == "lance":
-            return None
-        if mode == "auto" and _housekeeping.has_ann(tables.chunks):
+        caller checked the generation has vectors).
+
+        ``auto`` prefers memory while it fits, ANN index or not: exact, and on object
+        storage an ANN query fetches its ``refine_factor × k`` candidates' vectors row by
+        row (about 190 requests a query at 100k chunks).
+        """
+        if self.settings.vector_search == "lance":
             return None
         budget = self.settings.memory_budget_mb * 2**20
         return self._vectors.load(tables.generation, tables.chunks, budget)
@@ -296,28 +299,6 @@ def merge(
     backend: str,
 ) -> list[Hit]:
     """The two legs fused exactly as the built-in backend fuses them (``query.hybrid.fusion``)."""
+    model = context.embedder.model if context.embedder is not None else None
     hybrid = context.config.query.hybrid
-    embedder = context.embedder
-    fused = fuse(
-        hybrid.fusion,
-        {k: r.score for k, r in vector.items()},
-        {k: r.score for k, r in keyword.items()},
-        vector_weight=hybrid.vector_weight,
-        text_weight=hybrid.text_weight,
-        scale=vector_scale(embedder.model) if embedder is not None else None,
-        coverage={k: keyword_coverage(query, r.text) for k, r in keyword.items()},
-    )
-    rows = {**vector, **keyword}  # keyword text preferred, as in the built-in backend
-    return [
-        replace(
-            rows[f.id].hit(backend, f.score, f.vector, f.text),
-            explain=Explain(
-                relevance=f.score,
-                score=f.score,
-                vector_part=f.vector_part,
-                text_part=f.text_part,
-                fusion=hybrid.fusion,
-            ),
-        )
-        for f in fused
-    ]
+    return fuse_chunks(hybrid, vector, keyword, query=query, model=model, backend=backend)
