@@ -207,7 +207,9 @@ def test_a_neighbouring_chunk_does_not_repeat_the_lines_a_better_hit_showed(
 
 
 def test_touching_hits_of_a_file_are_one_passage_and_free_a_place(tmp_path: Path) -> None:
-    config = load_config(None, environ={}, overrides={"workspace": str(tmp_path), "citations": "on"})
+    config = load_config(
+        None, environ={}, overrides={"workspace": str(tmp_path), "citations": "on"}
+    )
     better = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:5])  # lines 1-5
     other = _lines_hit("memory/b.md", 0.85, 1, TURNS[0:3])
     below = _lines_hit("memory/a.md", 0.8, 6, TURNS[5:8])  # lines 6-8: adjoins the first
