@@ -23,43 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from _notes import WORDS, write_notes
+
 from memory_router import Router, load_config
 
 FAKE = Path(__file__).resolve().parents[1] / "tests" / "qmd_fakes" / "fake_qmd.py"
-WORDS = [
-    "tea",
-    "lisbon",
-    "billing",
-    "quartz",
-    "zebra",
-    "harbor",
-    "cobalt",
-    "staging",
-    "database",
-    "flight",
-    "hotel",
-    "tram",
-    "conference",
-    "timezone",
-    "fixture",
-    "invoice",
-    "ledger",
-    "garden",
-    "piano",
-    "river",
-    "mountain",
-    "lantern",
-]
-
-
-def write_workspace(root: Path, files: int) -> None:
-    rng = random.Random(3)
-    (root / "memory").mkdir(parents=True)
-    (root / "MEMORY.md").write_text("# Memory\n\nLong-term notes.\n", encoding="utf-8")
-    for n in range(files):
-        lines = [f"# Note {n}", ""]
-        lines += [" ".join(rng.choices(WORDS, k=12)) + f" item {n}-{i}." for i in range(30)]
-        (root / "memory" / f"note-{n:04d}.md").write_text("\n".join(lines) + "\n")
 
 
 def main() -> None:
@@ -70,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="bench-cold-"))
     try:
-        write_workspace(base / "ws", args.files)
+        write_notes(base / "ws", args.files, random.Random(3), lines=30)
         (base / "fake").mkdir()
         shutil.copy(FAKE, base / "fake" / "qmd")
         (base / "fake" / "qmd").chmod(0o755)

@@ -34,42 +34,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _notes import WORDS, write_notes
+
 from memory_router import Router, SearchRequest, load_config, testing
 
-WORDS = [
-    "tea",
-    "lisbon",
-    "billing",
-    "quartz",
-    "zebra",
-    "harbor",
-    "cobalt",
-    "staging",
-    "database",
-    "flight",
-    "hotel",
-    "tram",
-    "conference",
-    "timezone",
-    "fixture",
-    "invoice",
-    "ledger",
-    "garden",
-    "piano",
-    "river",
-    "mountain",
-    "lantern",
-]
 QUERIES = [f"{a} {b}" for a, b in zip(WORDS, WORDS[3:] + WORDS[:3], strict=True)][:20]
-
-
-def write_workspace(root: Path, files: int, rng: random.Random) -> None:
-    (root / "memory").mkdir(parents=True)
-    (root / "MEMORY.md").write_text("# Memory\n\nThe long-term notes.\n", encoding="utf-8")
-    for n in range(files):
-        lines = [f"# Note {n}", ""]
-        lines += [" ".join(rng.choices(WORDS, k=12)) + f" item-{n}-{i}." for i in range(40)]
-        (root / "memory" / f"note-{n:04d}.md").write_text("\n".join(lines) + "\n")
 
 
 def write_config(base: Path, state: str) -> Path:
@@ -220,7 +189,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     base = Path(tempfile.mkdtemp(prefix="bench-crash-"))
     try:
-        write_workspace(base / "ws", args.files, rng)
+        write_notes(base / "ws", args.files, rng, lines=40)
         config = write_config(base, "state")
         ref = Reference(base)
         spans = {"index --force": timed(config, "index", "--force")}

@@ -20,7 +20,6 @@ from memory_router import (
     EmbeddingError,
     EntryMatch,
     EntryRequest,
-    Explain,
     Hit,
     MemoryRouterError,
     Progress,
@@ -29,10 +28,8 @@ from memory_router import (
     Staging,
     SyncReport,
     Unsupported,
-    fuse,
-    keyword_coverage,
+    fuse_chunks,
     no_progress,
-    vector_scale,
 )
 
 from . import _housekeeping, _recall, _search, _transfer, _vectors
@@ -297,28 +294,6 @@ def merge(
     backend: str,
 ) -> list[Hit]:
     """The two legs fused exactly as the built-in backend fuses them (``query.hybrid.fusion``)."""
+    model = context.embedder.model if context.embedder is not None else None
     hybrid = context.config.query.hybrid
-    embedder = context.embedder
-    fused = fuse(
-        hybrid.fusion,
-        {k: r.score for k, r in vector.items()},
-        {k: r.score for k, r in keyword.items()},
-        vector_weight=hybrid.vector_weight,
-        text_weight=hybrid.text_weight,
-        scale=vector_scale(embedder.model) if embedder is not None else None,
-        coverage={k: keyword_coverage(query, r.text) for k, r in keyword.items()},
-    )
-    rows = {**vector, **keyword}  # keyword text preferred, as in the built-in backend
-    return [
-        replace(
-            rows[f.id].hit(backend, f.score, f.vector, f.text),
-            explain=Explain(
-                relevance=f.score,
-                score=f.score,
-                vector_part=f.vector_part,
-                text_part=f.text_part,
-                fusion=hybrid.fusion,
-            ),
-        )
-        for f in fused
-    ]
+    return fuse_chunks(hybrid, vector, keyword, query=query, model=model, backend=backend)

@@ -16,7 +16,6 @@ from memory_router import (
     Chunk,
     EmbeddingError,
     Entry,
-    Explain,
     Hit,
     MemoryRouterError,
     NotFound,
@@ -25,10 +24,8 @@ from memory_router import (
     Snapshot,
     Staging,
     SyncReport,
-    fuse,
-    keyword_coverage,
+    fuse_chunks,
     no_progress,
-    vector_scale,
 )
 
 from . import _search
@@ -143,29 +140,14 @@ class SqliteBackend(Backend):
             return BackendResult(hits=tuple(self._with_entries(conn, only)), mode="vector")
         keyword_side = _search.keyword_or if hybrid.keyword_query == "or" else _search.keyword_and
         keyword = keyword_side(conn, scope, request.query)
-        fused = fuse(
-            hybrid.fusion,
-            {k: r.score for k, r in vector.items()},
-            {k: r.score for k, r in keyword.items()},
-            vector_weight=hybrid.vector_weight,
-            text_weight=hybrid.text_weight,
-            scale=vector_scale(self.context.embedder.model),
-            coverage={k: keyword_coverage(request.query, r.text) for k, r in keyword.items()},
+        hits = fuse_chunks(
+            hybrid,
+            vector,
+            keyword,
+            query=request.query,
+            model=self.context.embedder.model,
+            backend=self.name,
         )
-        rows = {**vector, **keyword}  # keyword text preferred (ref §1.7)
-        hits = [
-            replace(
-                rows[f.id].hit(self.name, f.score, f.vector, f.text),
-                explain=Explain(
-                    relevance=f.score,
-                    score=f.score,
-                    vector_part=f.vector_part,
-                    text_part=f.text_part,
-                    fusion=hybrid.fusion,
-                ),
-            )
-            for f in fused
-        ]
         return BackendResult(
             hits=tuple(self._with_entries(conn, hits[: request.candidates])),
             mode="hybrid",

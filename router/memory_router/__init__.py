@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         weighted_fusion,
         zscore_fusion,
     )
+    from ._hybrid import fuse_chunks
     from ._keywords import (
         bm25_to_score,
         build_match_query,
@@ -150,6 +151,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "weighted_fusion",
         "zscore_fusion",
     ),
+    "._hybrid": ("fuse_chunks",),
     "._keywords": (
         "bm25_to_score",
         "build_match_query",
@@ -260,6 +262,7 @@ __all__ = [
     "entry_weight",
     "extract_keywords",
     "fuse",
+    "fuse_chunks",
     "get_plugin_manager",
     "hookimpl",
     "is_silent_reply",
