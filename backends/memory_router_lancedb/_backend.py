@@ -39,6 +39,7 @@ from ._staging import LanceStaging
 from ._store import LanceStore, Pointer, Tables
 from ._sync import sync_generation
 from ._vectors import VectorCache
+from ._warm import FtsWarmth
 
 
 class LanceBackend(Backend):
@@ -55,6 +56,7 @@ class LanceBackend(Backend):
         # The keyword leg runs beside the vector leg (LanceDB releases the GIL).
         self._legs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lancedb-leg")
         self._vectors = VectorCache()
+        self._fts = FtsWarmth(_housekeeping.FTS_INDEX)
 
     # -- sync ---------------------------------------------------------------------------
 
@@ -141,6 +143,8 @@ class LanceBackend(Backend):
             except EmbeddingError as error:
                 note = (f"query embedding failed, keyword-only answer: {error.message}",)
         has_fts = _housekeeping.has_fts(scope.table)
+        if has_fts:
+            self._fts.ensure(scope.table)
         if query_vector is None:
             rows = self._keyword(scope, request, None) if has_fts else {}
             hits = [self._hit(r, text_score=r.score) for r in rows.values()]
@@ -173,11 +177,13 @@ class LanceBackend(Backend):
 
     def _loaded_vectors(self, tables: Tables) -> _vectors.Loaded | None:
         """The chunks' vectors and rows in memory, when ``vector_search`` uses them (the
-        caller checked the generation has vectors)."""
-        mode = self.settings.vector_search
-        if mode == "lance":
-            return None
-        if mode == "auto" and _housekeeping.has_ann(tables.chunks):
+        caller checked the generation has vectors).
+
+        ``auto`` prefers memory while it fits, ANN index or not: exact, and on object
+        storage an ANN query fetches its ``refine_factor × k`` candidates' vectors row by
+        row (about 190 requests a query at 100k chunks).
+        """
+        if self.settings.vector_search == "lance":
             return None
         budget = self.settings.memory_budget_mb * 2**20
         return self._vectors.load(tables.generation, tables.chunks, budget)

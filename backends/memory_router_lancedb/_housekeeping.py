@@ -179,8 +179,11 @@ def _vector_path(store: LanceStore, ann: bool, dims: int | None) -> str:
     settings = store.settings
     if dims is None:
         return "none (keyword-only)"
-    if settings.vector_search == "memory" or (settings.vector_search == "auto" and not ann):
-        return f"exact, in memory while it fits memory_budget_mb = {settings.memory_budget_mb}"
+    if settings.vector_search != "lance":
+        beyond = f"{settings.ann_index} beyond" if ann else "LanceDB's exact search beyond"
+        return f"exact, in memory while it fits memory_budget_mb = {settings.memory_budget_mb}" + (
+            f" ({beyond})"
+        )
     if ann:
         return (
             f"{settings.ann_index}, nprobes {settings.nprobes}, ef {settings.ef}"

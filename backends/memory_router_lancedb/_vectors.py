@@ -22,16 +22,19 @@ from ._search import COLUMNS, Row
 
 @dataclass(frozen=True, slots=True)
 class Loaded:
-    key: tuple[str, int]
+    key: tuple[str, int]  # generation, table version
     rows: list[dict[str, Any]]
-    positions: dict[str, int]
+    positions: dict[int, int]  # LanceDB row id (of this version) → index in ``rows``
     sources: np.ndarray
     matrix: np.ndarray
 
-    def row(self, chunk_id: str, score: float) -> Row | None:
-        """The chunk ``chunk_id`` as a :class:`Row` scored ``score`` (``None`` if unknown)."""
-        at = self.positions.get(chunk_id)
+    def row_at(self, row_id: int, score: float) -> Row | None:
+        """The row ``row_id`` as a :class:`Row` scored ``score`` (``None`` if unknown)."""
+        at = self.positions.get(row_id)
         return None if at is None else _row(self.rows[at], score)
+
+    def current(self, table: Any) -> bool:
+        return int(table.version) == self.key[1]
 
 
 class VectorCache:
@@ -40,6 +43,7 @@ class VectorCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loaded: Loaded | None = None
+        self._too_big: tuple[str, int] | None = None  # the version that did not fit
 
     def load(self, generation: str, table: Any, budget_bytes: int) -> Loaded | None:
         """The vectors, or ``None`` when they would not fit ``budget_bytes``."""
@@ -48,15 +52,20 @@ class VectorCache:
         loaded = self._loaded
         if loaded is not None and loaded.key == key:
             return loaded
+        if self._too_big == key:
+            return None
         with self._lock:
             if self._loaded is not None and self._loaded.key == key:
                 return self._loaded
             count = int(table.count_rows())
             dims = int(table.schema.field("vector").type.list_size)
             if count * (dims * 4 + 600) > budget_bytes:  # vectors plus ~600 bytes of row
-                self._loaded = None
+                self._loaded, self._too_big = None, key
                 return None
-            data = table.search().select([*COLUMNS, "vector"]).limit(max(count, 1)).to_arrow()
+            scan = table.search().select([*COLUMNS, "vector"]).with_row_id(True)
+            data = scan.limit(max(count, 1)).to_arrow()
+            if int(table.version) != version:  # a commit came in between: read it next time
+                return None
             vectors = data.column("vector").combine_chunks()
             flat = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
             matrix = flat.reshape(len(vectors), dims) if len(vectors) else flat.reshape(0, dims)
@@ -64,7 +73,7 @@ class VectorCache:
             self._loaded = Loaded(
                 key,
                 rows,
-                {r["id"]: i for i, r in enumerate(rows)},
+                {int(r): i for i, r in enumerate(data.column("_rowid").to_pylist())},
                 np.asarray(data.column("source").to_pylist(), dtype=str),
                 np.nan_to_num(matrix),
             )

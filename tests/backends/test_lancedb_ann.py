@@ -35,6 +35,7 @@ def router(tmp_path: Path, **settings: Any) -> Router:
             "ann_partition_rows": 100,
             "optimize_every_writes": 1000,
             "optimize_interval_minutes": 10_000,
+            "vector_search": "lance",  # "auto" answers from memory while the vectors fit
             **settings,
         },
         chunking={"tokens": 32, "overlap": 0},

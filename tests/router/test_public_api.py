@@ -76,6 +76,7 @@ EXPECTED = [
     "entry_weight",
     "extract_keywords",
     "fuse",
+    "fuse_chunks",
     "get_plugin_manager",
     "hookimpl",
     "is_silent_reply",

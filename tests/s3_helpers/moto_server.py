@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -26,6 +27,8 @@ class S3Server:
     access_key_id: str
     secret_access_key: str
     process: subprocess.Popen[bytes]
+    name: str = "moto"
+    workdir: str | None = None  # removed on stop (SeaweedFS keeps its data there)
 
     def options(self, **changes: str) -> dict[str, str]:
         """``storage_options`` for this server (``changes`` override single keys)."""
@@ -45,6 +48,8 @@ class S3Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=10)
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def free_port() -> int:
