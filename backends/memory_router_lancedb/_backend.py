@@ -207,14 +207,15 @@ class LanceBackend(Backend):
         limit = request.candidates
         if loaded is not None:
             return _vectors.top(loaded, query_vector, sources=request.sources, limit=limit)
-        ann = scope.chunks and _housekeeping.has_ann(scope.table)
+        ann = None
+        if scope.chunks and _housekeeping.has_ann(scope.table):
+            ann = _search.Ann(self.settings.nprobes, self.settings.refine_factor, self.settings.ef)
         return _search.vector_rows(
             scope.table,
             query_vector,
             where=scope.where,
             limit=limit,
-            refine_factor=self.settings.refine_factor if ann else None,
-            nprobes=self.settings.nprobes if ann else None,
+            ann=ann,
             columns=scope.columns,
         )
 

@@ -82,3 +82,32 @@ def test_hybrid_fuses_like_the_built_in_backend(tmp_path: Path) -> None:
         coverage={h.chunk_id: keyword_coverage(request.query, h.snippet) for h in hits},
     )
     assert [f.id for f in expected] == [h.chunk_id for h in hits]
+
+
+def test_memory_copy_follows_updates_and_deletes_incrementally(tmp_path: Path) -> None:
+    # The reader's copy is brought forward by row id (kept rows stay, new ones are
+    # taken); after an edit, a removal and an addition it answers exactly like LanceDB's
+    # own search over the same version.
+    queries = ("celadon glaze", "garlic frost", "sourdough starter", "kiln firing")
+    with router(tmp_path) as reader, router(tmp_path) as writer:
+        memory = tmp_path / "workspace" / "memory"
+        for n in range(8):  # so that the changes below are a minority of the rows
+            (memory / f"f{n}.md").write_text(f"# Note {n}\n\nGlazes tested on tile {n}.\n")
+        writer.sync()
+        before = ranked(reader, "celadon glaze")
+        old = reader.backend("lancedb")._vectors._loaded  # type: ignore[attr-defined]
+        (memory / "a.md").write_text("# Pottery\n\nThe celadon glaze fired clean.\n")
+        (memory / "b.md").unlink()
+        (memory / "c.md").write_text("# Bread\n\nFed the sourdough starter twice.\n")
+        writer.sync()
+        after = {q: ranked(reader, q) for q in queries}
+        kept = reader.backend("lancedb")._vectors._loaded  # type: ignore[attr-defined]
+    with router(tmp_path, vector_search="lance") as lance:
+        expected = {q: ranked(lance, q) for q in queries}
+    assert after == expected
+    assert after["celadon glaze"] != before
+    assert "memory/b.md" not in {p for hits in after.values() for p, _, _ in hits}
+    assert len(kept.rows) == len(kept.positions) == 11  # MEMORY.md, a, c and f0..f7
+    assert kept.key != old.key
+    unchanged = {r["path"]: r for r in old.rows}["memory/f0.md"]
+    assert any(r is unchanged for r in kept.rows)  # kept, not read again
