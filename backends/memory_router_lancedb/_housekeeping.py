@@ -20,6 +20,7 @@ from memory_router import BackendStatus
 
 from ._settings import LanceSettings
 from ._store import KINDS, LanceStore, Tables
+from ._vectors import fits
 
 FTS_INDEX = "text_idx"
 VECTOR_INDEX = "vector_idx"
@@ -72,7 +73,8 @@ def ensure_fts(table: Any) -> bool:
 
 
 def ensure_ann(store: LanceStore, table: Any) -> bool:
-    """Build the ANN vector index once ``ann_min_rows`` chunks with vectors exist.
+    """Build the ANN vector index once ``ann_min_rows`` chunks with vectors exist and
+    searches would use it (:func:`ann_used`).
 
     Partitions are sized by ``ann_partition_rows`` (LanceDB's ``target_partition_size``),
     never by a count: ``optimize()`` splits partitions above 4× and joins partitions below
@@ -82,11 +84,23 @@ def ensure_ann(store: LanceStore, table: Any) -> bool:
     """
     if "vector" not in table.schema.names or has_ann(table):
         return False
-    if table.count_rows() < store.settings.ann_min_rows:
+    rows = table.count_rows()
+    if rows < store.settings.ann_min_rows or not ann_used(store.settings, table, rows):
         return False
     table.create_index("vector", config=ann_config(store.settings), name=VECTOR_INDEX)
     _seen.pop(id(table), None)
     return True
+
+
+def ann_used(settings: LanceSettings, table: Any, rows: int) -> bool:
+    """Whether searches would use an ANN index: never with ``vector_search = "memory"``,
+    with ``"auto"`` only once the vectors no longer fit ``memory_budget_mb`` (exact
+    search in memory answers until then, so a build would only cost the sync time)."""
+    if settings.vector_search == "lance":
+        return True
+    dims = int(table.schema.field("vector").type.list_size)
+    budget = settings.memory_budget_mb * 2**20
+    return settings.vector_search == "auto" and not fits(rows, dims, budget)
 
 
 def ann_config(settings: LanceSettings) -> Any:
