@@ -148,7 +148,7 @@ def after_sync(store: LanceStore, tables: Tables, *, written: int, rebuilt: bool
         if _due(store, written, rebuilt=rebuilt):
             optimize(store, tables)
 
-    store.guard("optimize", run)
+    store.guard("optimize", run, long=True)
 
 
 def _due(store: LanceStore, written: int, *, rebuilt: bool) -> bool:
