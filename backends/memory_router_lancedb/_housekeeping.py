@@ -13,6 +13,7 @@ a fold adds them to the ANN index as a delta, without rebuilding it.
 from __future__ import annotations
 
 import time
+import weakref
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,7 +28,10 @@ VECTOR_INDEX = "vector_idx"
 
 
 INDEX_CHECK_S = 2.0  # how long a search trusts what it last saw of a table's indexes
-_seen: dict[int, tuple[float, frozenset[str]]] = {}
+# Keyed by the table object itself, weakly: an ``id()`` key outlives its table and can be
+# reused by another (say a fresh chunks table taking an empty entries table's id, whose
+# cached "no FTS index" would then silently drop the keyword leg).
+_seen: weakref.WeakKeyDictionary[Any, tuple[float, frozenset[str]]] = weakref.WeakKeyDictionary()
 
 
 def _indices(table: Any) -> dict[str, Any]:
@@ -37,11 +41,11 @@ def _indices(table: Any) -> dict[str, Any]:
 def index_names(table: Any) -> frozenset[str]:
     """The table's index names, re-listed at most every ``INDEX_CHECK_S`` seconds."""
     now = time.monotonic()
-    cached = _seen.get(id(table))
+    cached = _seen.get(table)
     if cached is not None and now - cached[0] < INDEX_CHECK_S:
         return cached[1]
     names = frozenset(_indices(table))
-    _seen[id(table)] = (now, names)
+    _seen[table] = (now, names)
     return names
 
 
@@ -68,7 +72,7 @@ def ensure_fts(table: Any) -> bool:
         ascii_folding=True,
     )
     table.create_index("text", config=config, name=FTS_INDEX)
-    _seen.pop(id(table), None)
+    _seen.pop(table, None)
     return True
 
 
@@ -88,7 +92,7 @@ def ensure_ann(store: LanceStore, table: Any) -> bool:
     if rows < store.settings.ann_min_rows or not ann_used(store.settings, table, rows):
         return False
     table.create_index("vector", config=ann_config(store.settings), name=VECTOR_INDEX)
-    _seen.pop(id(table), None)
+    _seen.pop(table, None)
     return True
 
 
