@@ -23,8 +23,8 @@ Ideas (``--ideas``):
 * ``prf`` — RM3-style pseudo-relevance feedback: the 5 rarest-weighted words of the first
   pass's 5 best chunks searched as a second OR query, added with a small weight.
 
-The baseline is the shaping before touching hits were merged (``merge_within_chars = 0``);
-``merge within 4000 chars`` is the router's shaping as adopted (the default since). It
+The baseline is the shaping before touching hits were merged (``merge_reading_chars = 0``);
+``merged, reading 4000 chars`` is the router's shaping as adopted (the default since). It
 prints R@10, B1000, nDCG@10 and R@20 per part and per LoCoMo category (R@10 / B1000).
 """
 
@@ -218,12 +218,12 @@ def _variants(ideas: set[str]) -> dict[str, Callable[..., Any]]:
     v["default"] = plain(lambda leg: leg.cosines)
 
     def adopted(leg: Leg, chunks: Sequence[Chunk], model: str, config: Config) -> list[Hit]:
-        query = dataclasses.replace(config.query, merge_within_chars=4000)
+        query = dataclasses.replace(config.query, merge_reading_chars=4000)
         return plain(lambda leg: leg.cosines)(
             leg, chunks, model, dataclasses.replace(config, query=query)
         )
 
-    v["merge within 4000 chars"] = adopted
+    v["merged, reading 4000 chars"] = adopted
     if "merge" in ideas:
 
         def keyword(leg: Leg, chunks: Sequence[Chunk], model: str, config: Config, d: int = 0):
@@ -365,7 +365,7 @@ def main() -> None:
     variants = _variants(ideas)
     # Every idea is measured against the shaping before touching hits were merged.
     base = load_config(
-        None, overrides={"embedding": {"provider": "minilm"}, "query": {"merge_within_chars": 0}}
+        None, overrides={"embedding": {"provider": "minilm"}, "query": {"merge_reading_chars": 0}}
     )
     scored: dict[str, Scored] = {}
     with tempfile.TemporaryDirectory(prefix="memory-router-ideas-") as tmp:

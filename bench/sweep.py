@@ -61,7 +61,7 @@ SETS: dict[str, list[tuple[str, str, dict[str, Any]]]] = {
         for c in (300, 400, 500, 700)
     ],
     "merge": [
-        (f"{mode} merge {c}", mode, {"query": {"merge_within_chars": c}})
+        (f"{mode} merge {c}", mode, {"query": {"merge_reading_chars": c}})
         for mode in ("keyword", "hybrid")
         for c in (0, 4000)
     ],

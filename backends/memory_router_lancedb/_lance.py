@@ -6,6 +6,8 @@ turns them into :class:`BackendError` subclasses, once.
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import os
 import random
 import re
@@ -134,7 +136,40 @@ def within(action: Callable[[], T], timeout_s: float) -> T:
     try:
         return Legs().submit(action).result(timeout_s)
     except FutureTimeout:
+        _cancel_at_exit()
         raise NoAnswer(f"no answer within {timeout_s:g} s") from None
+
+
+_cancelling = threading.Lock()
+_cancel_registered = False
+
+
+def _cancel_at_exit() -> None:
+    """Once a call was abandoned: at exit, cancel LanceDB's calls still in flight, which
+    its runtime would otherwise wait about 5 s for before giving up on them itself."""
+    global _cancel_registered
+    with _cancelling:
+        if not _cancel_registered:
+            atexit.register(_cancel_in_flight)
+            _cancel_registered = True
+
+
+def _cancel_in_flight() -> None:
+    try:
+        from lancedb.background_loop import LOOP
+
+        loop = LOOP.loop
+        done = threading.Event()
+
+        def cancel() -> None:
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+            done.set()
+
+        loop.call_soon_threadsafe(cancel)
+        done.wait(1.0)
+    except (ImportError, AttributeError, RuntimeError):  # no loop, or it is closed
+        return
 
 
 class Legs:

@@ -7,8 +7,8 @@ The hit itself stays (its new lines often hold the answer to the turn the better
 matched); what the agent reads, and what the injection budget pays for, is new text.
 
 :class:`Passage` and :func:`gather` then show hits of one file whose ranges touch as one
-hit (``query.merge_within_chars``): the text read is the same, the places it frees go to
-the next distinct hits.
+hit (``query.merge_reading_chars``): what an agent reads first is the same text, and the
+places merging frees go to the next distinct hits.
 """
 
 from __future__ import annotations
@@ -64,10 +64,12 @@ class Passage:
 
     ``parts`` are ``(hit, snippet)`` pairs as shaped, best first: the first gives the
     passage's score, explanation and rank; the range covers all parts and the snippets are
-    joined in line order.
+    joined in line order. ``offset`` is how many characters of snippets came before its
+    first part, in rank order, before any merging.
     """
 
     parts: list[tuple[Hit, str]]
+    offset: int = 0
 
     def touches(self, hit: Hit) -> bool:
         """Whether ``hit`` is in the same file and its lines overlap or adjoin the passage's
@@ -94,10 +96,17 @@ class Passage:
         )
 
 
-def gather(passages: list[Passage], hit: Hit, snippet: str, *, merge: bool) -> None:
-    """Add a shaped hit: into the first passage it touches when ``merge``, else as a new one."""
-    target = next((p for p in passages if p.touches(hit)), None) if merge else None
-    if target is None:
-        passages.append(Passage([(hit, snippet)]))
-    else:
+def gather(passages: list[Passage], hit: Hit, snippet: str, *, offset: int, reading: int) -> None:
+    """Add a shaped hit, whose snippet starts ``offset`` characters into the answer.
+
+    It joins the first passage it touches unless that would move text into the first
+    ``reading`` characters: two hits inside them are grouped, two past them merged, a hit
+    past them never pulled up into them. So what an agent reads first is exactly the text
+    it read without merging. ``reading = 0`` never merges.
+    """
+    target = next((p for p in passages if p.touches(hit)), None) if reading > 0 else None
+    inside = offset + len(snippet) <= reading
+    if target is not None and (inside or target.offset >= reading):
         target.parts.append((hit, snippet))
+    else:
+        passages.append(Passage([(hit, snippet)], offset))

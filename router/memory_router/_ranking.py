@@ -2,9 +2,9 @@
 
 Order: temporal decay and entry weight → sort → MMR → min score (on the score before
 decay and weight, with keyword relaxation) → lines a better hit showed trimmed
-(:mod:`memory_router._overlaps`) → snippet window → touching hits of a file merged while
-the snippets so far fit ``merge_within_chars`` → max results → citations → injection
-budget. Decay and weight reorder; they never empty an answer.
+(:mod:`memory_router._overlaps`) → snippet window → touching hits of a file merged (never
+moving text into the first ``merge_reading_chars``) → max results → citations →
+injection budget. Decay and weight reorder; they never empty an answer.
 """
 
 from __future__ import annotations
@@ -279,8 +279,8 @@ def shape_all(
         hit = trim_hit(found, shown)
         first, snippet = window(hit.snippet, request.query, q.max_snippet_chars)
         note_shown(hit, first, snippet, shown)
+        gather(passages, hit, snippet, offset=used, reading=q.merge_reading_chars)
         used += len(snippet)
-        gather(passages, hit, snippet, merge=used <= q.merge_within_chars)
         taken += 1
     beyond = f"beyond max_results = {request.max_results}"
     dropped = [_drop(h, beyond) for h in passing[taken:]] + dropped

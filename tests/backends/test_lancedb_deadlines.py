@@ -8,6 +8,9 @@ answering (``FaultyProxy``), files on disk, and the CLI.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -201,3 +204,31 @@ def test_missing_bucket_is_an_error_with_a_hint(tmp_path: Path, s3_server: S3Ser
     assert hint == "Hint: create the bucket, or fix the bucket in [backends.lancedb] uri"
     doctor = cli(config, "doctor")
     assert "fix: create the bucket" in doctor.output
+
+
+def test_an_abandoned_call_never_holds_the_command_at_exit(tmp_path: Path) -> None:
+    proxy = FaultyProxy(target_port=9)  # never forwards: it hangs from the start
+    proxy.hang()
+    settings = f'uri = "s3://{BUCKET}/x"\nconnect_timeout_s = 0.5\nrequest_timeout_s = 1\n'
+    endpoint = f'endpoint = "{proxy.endpoint}", allow_http = "true", region = "us-east-1"'
+    keys = 'access_key_id = "k", secret_access_key = "s"'
+    config = write_config(tmp_path, f"{settings}storage_options = {{ {endpoint}, {keys} }}\n")
+    # LanceDB's runtime logs (at warn) when it has to wait at exit for calls in flight.
+    env = {**os.environ, "MEMORY_ROUTER_PLUGIN_MODULES": "memory_router.testing"}
+    env["LANCEDB_LOG"] = "warn"
+    try:
+        for command in (["index"], ["search", "garden gate code"]):
+            done = subprocess.run(
+                [sys.executable, "-m", "memory_router", "--config", str(config), *command],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
+                check=False,
+            )
+            assert "Traceback" not in done.stderr
+            assert "in flight" not in done.stderr
+        assert "Answered by sqlite" in done.stdout
+        assert UNREACHABLE in done.stdout
+    finally:
+        proxy.stop()

@@ -188,7 +188,7 @@ def test_a_neighbouring_chunk_does_not_repeat_the_lines_a_better_hit_showed(
     overrides = {
         "workspace": str(tmp_path),
         "citations": "off",
-        "query": {"merge_within_chars": 0},  # never merged: each hit keeps its place
+        "query": {"merge_reading_chars": 0},  # never merged: each hit keeps its place
     }
     config = load_config(None, environ={}, overrides=overrides)
     better = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:5])  # lines 1-5
@@ -227,9 +227,9 @@ def test_touching_hits_of_a_file_are_one_passage_and_free_a_place(tmp_path: Path
     assert body.split("\n") == TURNS[0:8]  # each line once, in line order
 
 
-def test_a_neighbour_past_merge_within_chars_stays_a_hit_of_its_own(tmp_path: Path) -> None:
+def test_a_neighbour_past_merge_reading_chars_stays_a_hit_of_its_own(tmp_path: Path) -> None:
     overrides = {"workspace": str(tmp_path), "citations": "off"}
-    overrides["query"] = {"merge_within_chars": len("\n".join(TURNS[0:5])) + 10}
+    overrides["query"] = {"merge_reading_chars": len("\n".join(TURNS[0:5])) + 10}
     config = load_config(None, environ={}, overrides=overrides)
     better = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:5])
     below = _lines_hit("memory/a.md", 0.8, 6, TURNS[5:8])  # its snippet would pass the limit
@@ -237,12 +237,28 @@ def test_a_neighbour_past_merge_within_chars_stays_a_hit_of_its_own(tmp_path: Pa
     assert [(h.start_line, h.end_line) for h in out] == [(1, 5), (6, 8)]
 
 
+def test_touching_hits_past_the_reading_budget_are_merged(tmp_path: Path) -> None:
+    first = _lines_hit("memory/x.md", 0.95, 1, TURNS[0:5])  # fills the reading budget
+    overrides = {"workspace": str(tmp_path), "citations": "off"}
+    overrides["query"] = {"merge_reading_chars": len(first.snippet)}
+    config = load_config(None, environ={}, overrides=overrides)
+    upper = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:4])  # past it: merged with each other
+    lower = _lines_hit("memory/a.md", 0.8, 5, TURNS[4:8])
+    result = BackendResult(hits=(first, upper, lower), mode="keyword")
+    out = shape(result, request(min_score=0.0), config)
+    assert [(h.path, h.start_line, h.end_line) for h in out] == [
+        ("memory/x.md", 1, 5),
+        ("memory/a.md", 1, 8),
+    ]
+    assert out[1].snippet.split("\n") == TURNS[0:8]
+
+
 def test_lines_a_better_hit_did_not_show_are_kept(tmp_path: Path) -> None:
     # The better hit's snippet is cut to its first lines, so line 5 was never shown.
     overrides = {
         "workspace": str(tmp_path),
         "citations": "off",
-        "query": {"max_snippet_chars": 120, "merge_within_chars": 0},
+        "query": {"max_snippet_chars": 120, "merge_reading_chars": 0},
     }
     config = load_config(None, environ={}, overrides=overrides)
     better = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:5])
