@@ -1,10 +1,17 @@
 """Benchmark the LanceDB backend beside the built-in SQLite backend, in one process.
 
     .venv/bin/python bench/bench_lancedb.py [--sizes 10000,100000] [--queries 100] [--s3]
+<<<<<<< HEAD
+        [--s3-interval 1] [--s3-timeout 120]
+    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--queries 50] [--ann-dir DIR]
+        [--ann-index ivf_pq] [--ann-partition-rows N] [--ef-construction N]
+        [--nprobes 8,16] [--refine-factor 5,10] [--ef 300,600]
+=======
         [--s3-server seaweedfs,moto] [--s3-interval 1] [--s3-timeout 120]
     .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--ann-index ivf_hnsw_sq] \
         [--nprobes 20,50] [--refine 0,5] [--ef 50,100] [--ann-partitions 16]
         [--ef-construction 150] [--ann-dir DIR]
+>>>>>>> main
     .venv/bin/python bench/bench_lancedb.py --processes 30 [--s3]
     .venv/bin/python bench/bench_lancedb.py --quick
 
@@ -16,9 +23,12 @@ moto, the tests' Python server, inflates S3 latency many times;
 ``read_consistency_interval_s`` = ``--s3-interval``, 1 s by default as docs/backends.md
 advises); then ``optimize()`` is
 timed, and every query runs on each backend in turn (interleaved, so machine load hits
-all alike). ``--ann N`` imports N synthetic chunks, builds the ANN index and measures
-vector search p50 and recall@10 against exact search (``--ann-dir`` keeps the store and
-reuses its import, so another index kind is built on the same rows). ``--processes S``
+all alike). ``--ann N`` runs end to end with the backend's own settings (unless given):
+imports N synthetic chunks through the backend, runs its ``optimize()`` twice (the first
+builds the ANN index, the second must be cheap), and measures ``Backend.search`` (vector
+leg only, 10 results) p50 and recall@10 against LanceDB's exact search; ``--ann-dir``
+keeps the store and reuses its import (the index is rebuilt), the query settings can be
+swept on one index. ``--processes S``
 runs 2 writer and 4 reader processes on one store for S seconds and checks nothing was lost.
 """
 
@@ -48,10 +58,26 @@ from s3_helpers.seaweedfs_server import start_seaweedfs, weed_binary  # noqa: E4
 
 S3_SERVERS = {"seaweedfs": start_seaweedfs, "moto": start_moto}
 
-KNOBS = ("nprobes", "refine", "ef")
+SWEEP = ("nprobes", "refine_factor", "ef")  # query-time settings, swept on one index
+BUILD = ("ann_index", "ann_partition_rows", "ef_construction")
 
 
-def router(base: Path, workspace: Path, backend: str, settings: dict[str, Any]) -> Router:
+def ann_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The build settings given on the command line; ``ann_min_rows`` lowered to the rows
+    of a run smaller than the backend's threshold (it would build nothing otherwise)."""
+    settings = {k: getattr(args, k) for k in BUILD if getattr(args, k) is not None}
+    if args.ann < 100_000:
+        settings["ann_min_rows"] = args.ann
+    return settings
+
+
+def _given(sweep: dict[str, list[int]]) -> dict[str, list[int]]:
+    return {k: v for k, v in sweep.items() if v}
+
+
+def router(
+    base: Path, workspace: Path, backend: str, settings: dict[str, Any], vector_only: bool = False
+) -> Router:
     config = testing.router_config(
         base,
         workspace,
@@ -60,6 +86,7 @@ def router(base: Path, workspace: Path, backend: str, settings: dict[str, Any]) 
         settings=settings,
         chunking={"tokens": 100, "overlap": 0},
         sync={"on_search": False},
+        query={"hybrid": {"enabled": not vector_only}},
     )
     return Router.from_config(config, plugins=[testing])
 
@@ -160,38 +187,21 @@ def _ann_chunks(rows: int, texts: list[str]) -> Any:
         )
 
 
-def _build_ann(backend: Any, tables: Any, index: str, partitions: int, ef_build: int) -> None:
-    """(Re)build the vector index as the backend would (``partitions`` / ``ef_build`` 0 =
-    LanceDB's default), then compact through the backend's ``optimize()``."""
-    from lancedb import index as lance_index
-
+def ann(
+    rows: int, count: int, settings: dict[str, Any], sweep: dict[str, list[int]], keep: str
+) -> None:
+    """End to end with the backend's own settings: import ``rows`` synthetic chunks (or
+    reuse a kept store's import, dropping its vector index), ``optimize()`` twice (the
+    first builds the ANN index, the second must find nothing to do), then ``Backend.search``
+    (vector leg only) against LanceDB's exact search, for every ``sweep`` combination of
+    query settings (none: the defaults)."""
     from memory_router_lancedb._housekeeping import VECTOR_INDEX
 
-    if VECTOR_INDEX in {i.name for i in tables.chunks.list_indices()}:
-        tables.chunks.drop_index(VECTOR_INDEX)
-    kinds = {
-        "ivf_pq": lance_index.IvfPq,
-        "ivf_flat": lance_index.IvfFlat,
-        "ivf_hnsw_sq": lance_index.IvfHnswSq,
-        "ivf_hnsw_pq": lance_index.IvfHnswPq,
-    }
-    options: dict[str, Any] = {"num_partitions": partitions or None}
-    if ef_build:
-        options["ef_construction"] = ef_build
-    config = kinds[index](distance_type="cosine", **options)
-    tables.chunks.create_index("vector", config=config, name=VECTOR_INDEX)
-    backend.optimize()  # compaction; ann_min_rows is above the table, so no second build
-
-
-def ann(rows: int, count: int, index: str, knobs: dict[str, list[int]], keep: str) -> None:
-    """Import ``rows`` synthetic chunks (or reuse a kept store), build the ANN index,
-    compare with exact search for every nprobes × refine × ef."""
-    embedder = testing.HashingEmbedder()
     with tempfile.TemporaryDirectory(prefix="bench-lance-ann-") as tmp:
         base = Path(keep or tmp)
         workspace = testing.write_workspace(base / "ws", {"MEMORY.md": "# empty\n"})
-        settings = {"uri": str(base / "lance"), "ann_min_rows": rows + 1}  # built below
-        r = router(base / "state", workspace, "lancedb", settings)
+        settings = {"uri": str(base / "lance"), **settings}
+        r = router(base / "state", workspace, "lancedb", settings, vector_only=True)
         backend: Any = r.backend("lancedb")
         texts: list[str] = []
         marker = base / f"imported-{rows}"
@@ -203,59 +213,68 @@ def ann(rows: int, count: int, index: str, knobs: dict[str, list[int]], keep: st
             backend.import_chunks(_ann_chunks(rows, texts), fingerprint=r.fingerprint())
             marker.write_text("ok\n")
         import_s = time.perf_counter() - started
-        store = backend.store
-        tables = store.tables(store.pointer().generation)
-        started = time.perf_counter()
-        _build_ann(backend, tables, index, knobs["partitions"][0], knobs["ef_construction"][0])
-        build_s = time.perf_counter() - started
+        tables = backend.store.tables(backend.store.pointer().generation)
+        if VECTOR_INDEX in {i.name for i in tables.chunks.list_indices()}:
+            tables.chunks.drop_index(VECTOR_INDEX)
+        print(f"# import {import_s:.0f} s, load {os.getloadavg()[0]:.1f}", flush=True)
+        first, second = backend.optimize(), backend.optimize()
+        assert first["ann_built"], first
+        assert not second["ann_built"], second
+        print(
+            f"# optimize 1 (ANN build) {first['ms'] / 1000:.0f} s, optimize 2"
+            f" {second['ms'] / 1000:.1f} s, load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
         rng = np.random.default_rng(9)
         picks = rng.choice(len(texts), size=count, replace=False)
-        vectors = [
-            embedder.vector(" ".join(rng.choice(texts[int(k)].split(), size=4, replace=False)))
-            for k in picks
-        ]
-        exact_ms, truths = [], []
-        for vector in vectors:
-            search = tables.chunks.search(vector, vector_column_name="vector")
-            started = time.perf_counter()
-            exact = search.distance_type("cosine").bypass_vector_index().limit(10)
-            truth = exact.select(["id", "_distance"])
-            truths.append(set(truth.to_arrow().column("id").to_pylist()))
-            exact_ms.append((time.perf_counter() - started) * 1000)
+        qs = [" ".join(rng.choice(texts[int(k)].split(), size=4, replace=False)) for k in picks]
+        truths, exact_ms = _exact(tables.chunks, backend.context.embedder, qs)
         e50, e95 = percentiles(exact_ms)
-        label = (
-            f"{index} ({knobs['partitions'][0] or 'default'} partitions,"
-            f" ef_construction {knobs['ef_construction'][0] or 'default'})"
-        )
-        for nprobes in knobs["nprobes"]:
-            for refine in knobs["refine"]:
-                for ef in knobs["ef"]:
-                    a50, a95, recall = _ann_run(tables.chunks, vectors, truths, nprobes, refine, ef)
-                    print(
-                        f"| {rows} | {label} | {nprobes} | {refine} | {ef or '-'}"
-                        f" | {import_s:.0f} | {build_s:.0f} | {e50:.1f} / {e95:.1f}"
-                        f" | {a50:.1f} / {a95:.1f} | {recall:.3f} | {os.getloadavg()[0]:.1f} |",
-                        flush=True,
-                    )
+        for knobs in _combinations(sweep):
+            label = ", ".join(f"{k} {v}" for k, v in knobs.items()) or "defaults"
+            with router(base / "state", workspace, "lancedb", {**settings, **knobs}, True) as q:
+                a50, a95, recall = _ann_run(q.backend("lancedb"), qs, truths)
+            print(
+                f"| {rows} | {label} | {import_s:.0f} | {first['ms'] / 1000:.0f}"
+                f" | {second['ms'] / 1000:.1f} | {e50:.1f} / {e95:.1f} | {a50:.1f} / {a95:.1f}"
+                f" | {e50 / a50:.0f}× | {recall:.3f} | {os.getloadavg()[0]:.1f} |",
+                flush=True,
+            )
         r.close()
 
 
-def _ann_run(
-    table: Any, vectors: list[Any], truths: list[set[str]], nprobes: int, refine: int, ef: int
-) -> tuple[float, float, float]:
-    """ANN p50, p95 and mean recall@10 of one setting (the backend's vector path, plus ef)."""
-    ann_ms, recalls = [], []
-    for vector, truth in zip(vectors, truths, strict=True):
+def _combinations(sweep: dict[str, list[int]]) -> list[dict[str, int]]:
+    combos: list[dict[str, int]] = [{}]
+    for key, values in sweep.items():
+        combos = [{**c, key: v} for c in combos for v in values]
+    return combos
+
+
+def _exact(table: Any, embedder: Any, qs: list[str]) -> tuple[list[set[str]], list[float]]:
+    """Each query's exact top 10 (LanceDB's brute force) and its latency."""
+    truths, exact_ms = [], []
+    for q in qs:
+        vector = embedder.embed_query(q)
         started = time.perf_counter()
-        builder = table.search(list(vector), vector_column_name="vector").distance_type("cosine")
-        builder = builder.nprobes(nprobes)
-        if refine:
-            builder = builder.refine_factor(refine)
-        if ef:
-            builder = builder.ef(ef)
-        found = builder.limit(10).select(["id", "_distance"]).to_arrow().column("id").to_pylist()
+        search = table.search(vector, vector_column_name="vector").distance_type("cosine")
+        found = search.bypass_vector_index().limit(10).select(["id", "_distance"]).to_arrow()
+        exact_ms.append((time.perf_counter() - started) * 1000)
+        truths.append(set(found.column("id").to_pylist()))
+    return truths, exact_ms
+
+
+def _ann_run(backend: Any, qs: list[str], truths: list[set[str]]) -> tuple[float, float, float]:
+    """``Backend.search`` p50, p95 (query embedding included) and mean recall@10."""
+    backend.search(SearchRequest(query=qs[0], max_results=10, min_score=0.0, candidates=10))
+    ann_ms, recalls = [], []
+    for q, truth in zip(qs, truths, strict=True):
+        started = time.perf_counter()
+        result = backend.search(
+            SearchRequest(query=q, max_results=10, min_score=0.0, candidates=10)
+        )
         ann_ms.append((time.perf_counter() - started) * 1000)
-        recalls.append(len(truth & set(found)) / max(1, len(truth)))
+        assert result.mode == "vector", result.mode
+        recalls.append(len(truth & {h.chunk_id for h in result.hits}) / max(1, len(truth)))
     a50, a95 = percentiles(ann_ms)
     return a50, a95, float(np.mean(recalls))
 
@@ -345,16 +364,19 @@ def main() -> None:
         help="request_timeout_s of the S3 store (a 100k table's first read is ~150 MB from moto)",
     )
     parser.add_argument("--ann", type=int, default=0, help="rows for the ANN recall run")
-    parser.add_argument("--ann-index", default="ivf_hnsw_sq")
-    parser.add_argument("--nprobes", default="20", help="ANN run: comma-separated nprobes")
-    parser.add_argument("--refine", default="5", help="ANN run: comma-separated refine factors")
-    parser.add_argument("--ef", default="0", help="ANN run: comma-separated HNSW ef (0 = default)")
+    parser.add_argument("--ann-index", help="ANN run: ann_index (default: the backend's)")
     parser.add_argument(
-        "--ann-partitions", type=int, default=0, help="ANN run: IVF partitions (0 = default)"
+        "--ann-partition-rows", type=int, help="ANN run: ann_partition_rows (the backend's)"
     )
     parser.add_argument(
-        "--ef-construction", type=int, default=0, help="ANN run: HNSW build ef (0 = default)"
+        "--ef-construction", type=int, help="ANN run: ef_construction (the backend's)"
     )
+    for knob in SWEEP:
+        parser.add_argument(
+            f"--{knob.replace('_', '-')}",
+            default="",
+            help=f"ANN run: comma-separated {knob} values to sweep (default: the backend's)",
+        )
     parser.add_argument(
         "--ann-dir", default="", help="ANN run: keep the store here and reuse its import"
     )
@@ -384,15 +406,14 @@ def main() -> None:
                 processes(args.processes, server)
             return
         if args.ann:
+            print(f"# settings {ann_settings(args) or 'the backend defaults'}")
             print(
-                "| rows | index | nprobes | refine | ef | import s | index build + optimize s"
-                " | exact p50/p95 ms | ANN p50/p95 ms | recall@10 | load |"
+                "| rows | query settings | import s | optimize 1 (ANN build) s | optimize 2 s"
+                " | exact p50/p95 ms | search p50/p95 ms | speed-up | recall@10 | load |"
             )
-            print("|---|---|---|---|---|---|---|---|---|---|---|")
-            knobs = {k: [int(n) for n in getattr(args, k).split(",")] for k in KNOBS}
-            knobs["partitions"] = [args.ann_partitions]
-            knobs["ef_construction"] = [args.ef_construction]
-            ann(args.ann, min(args.queries, 100), args.ann_index, knobs, args.ann_dir)
+            print("|---|---|---|---|---|---|---|---|---|---|")
+            sweep = {k: [int(n) for n in getattr(args, k).split(",") if n] for k in SWEEP}
+            ann(args.ann, min(args.queries, 100), ann_settings(args), _given(sweep), args.ann_dir)
             return
         print(
             "| chunks | store | sync s | chunks/s | optimize ms | first query ms"

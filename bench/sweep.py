@@ -60,6 +60,11 @@ SETS: dict[str, list[tuple[str, str, dict[str, Any]]]] = {
         (f"keyword snippet {c}", "keyword", {"query": {"max_snippet_chars": c}})
         for c in (300, 400, 500, 700)
     ],
+    "merge": [
+        (f"{mode} merge {c}", mode, {"query": {"merge_reading_chars": c}})
+        for mode in ("keyword", "hybrid")
+        for c in (0, 4000)
+    ],
     "multiplier": [
         (f"hybrid m={m}", "hybrid", _hyb(candidate_multiplier=m)) for m in (1, 2, 4, 8, 16)
     ],

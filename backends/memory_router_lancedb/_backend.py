@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from memory_router import (
 )
 
 from . import _housekeeping, _recall, _search, _transfer, _vectors
+from ._lance import Legs
 from ._search import Row, Scope
 from ._settings import LanceSettings, is_remote, mask_uri
 from ._staging import LanceStaging
@@ -54,7 +55,7 @@ class LanceBackend(Backend):
         self.store = LanceStore(self.settings, uri, name=self.name, shown_uri=mask_uri(uri))
         self.journal = Path(context.config.entries.path).as_posix()
         # The keyword leg runs beside the vector leg (LanceDB releases the GIL).
-        self._legs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lancedb-leg")
+        self._legs = Legs()
         self._vectors = VectorCache()
         self._fts = FtsWarmth(_housekeeping.FTS_INDEX)
 
@@ -77,8 +78,9 @@ class LanceBackend(Backend):
                     progress=progress,
                     journal=self.journal,
                 ),
+                long=True,
             )
-            pointer = self.store.pointer()
+            pointer = self.store.guard("sync", self.store.pointer)
             tables = self.store.tables(pointer.generation) if pointer else None
             notes = self._maintain(tables, counts.chunks_written, rebuilt=reason is not None)
             chunks = self.store.guard("sync", lambda: tables.chunks.count_rows()) if tables else 0
@@ -113,9 +115,13 @@ class LanceBackend(Backend):
         pointer = self._pointer()
         if pointer is None:
             return {}
-        tables = self.store.tables(pointer.generation)
         with self.store.write_lock:
-            return dict(_housekeeping.optimize(self.store, tables))
+            done: dict[str, Any] = self.store.guard(
+                "optimize",
+                lambda: _housekeeping.optimize(self.store, self.store.tables(pointer.generation)),
+                long=True,
+            )
+            return dict(done)
 
     # -- search -------------------------------------------------------------------------
 
@@ -201,14 +207,15 @@ class LanceBackend(Backend):
         limit = request.candidates
         if loaded is not None:
             return _vectors.top(loaded, query_vector, sources=request.sources, limit=limit)
-        ann = scope.chunks and _housekeeping.has_ann(scope.table)
+        ann = None
+        if scope.chunks and _housekeeping.has_ann(scope.table):
+            ann = _search.Ann(self.settings.nprobes, self.settings.refine_factor, self.settings.ef)
         return _search.vector_rows(
             scope.table,
             query_vector,
             where=scope.where,
             limit=limit,
-            refine_factor=self.settings.refine_factor if ann else None,
-            nprobes=self.settings.nprobes if ann else None,
+            ann=ann,
             columns=scope.columns,
         )
 
@@ -257,18 +264,27 @@ class LanceBackend(Backend):
         try:
             return _housekeeping.status(self.store, self.name, deep=deep)
         except MemoryRouterError as error:
-            return BackendStatus(name=self.name, available=False, error=error.message)
+            details = {"uri": self.store.shown_uri, "hint": error.hint} if error.hint else {}
+            return BackendStatus(
+                name=self.name, available=False, error=error.message, details=details
+            )
 
     def close(self) -> None:
         self._legs.shutdown(wait=True)
         self.store.close()
+
+    def reset(self) -> list[str]:
+        """Drop every table of the store (on its folder or object-store prefix)."""
+        self._vectors = VectorCache()
+        return self.store.reset()
 
     def export_chunks(self) -> Iterator[Chunk]:
         pointer = self._pointer()
         if pointer is None:
             return
         tables = self.store.guard("export", lambda: self.store.tables(pointer.generation))
-        yield from _transfer.export_chunks(self.store, tables)
+        with self.store.translating("export"):
+            yield from _transfer.export_chunks(self.store, tables)
 
     def index_fingerprint(self) -> Mapping[str, Any] | None:
         pointer = self._pointer()
@@ -287,6 +303,7 @@ class LanceBackend(Backend):
                 lambda: _transfer.import_chunks(
                     self.store, chunks, fingerprint=fingerprint, journal=self.journal
                 ),
+                long=True,
             )
             return written
 

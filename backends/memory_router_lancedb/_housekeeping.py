@@ -5,8 +5,9 @@ new rows into the indexes, removing versions older than ``cleanup_older_than_hou
 every ``optimize_every_writes`` writes (a large rebuild reaches that by itself), or when
 ``optimize_interval_minutes`` have passed since the last optimize or since the live
 generation was switched in (a fresh generation is a few large fragments); the ANN vector
-index is built in the same maintenance once ``ann_min_rows`` chunks exist. Rows written
-since the last fold stay searchable (Lance scans them), only slower.
+index is built in the same maintenance, after compaction, once ``ann_min_rows`` chunks
+exist. Rows written since the last fold stay searchable (Lance scans them), only slower;
+a fold adds them to the ANN index as a delta, without rebuilding it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from memory_router import BackendStatus
 
+from ._settings import LanceSettings
 from ._store import KINDS, LanceStore, Tables
 
 FTS_INDEX = "text_idx"
@@ -70,24 +72,35 @@ def ensure_fts(table: Any) -> bool:
 
 
 def ensure_ann(store: LanceStore, table: Any) -> bool:
-    """Build the ANN vector index once ``ann_min_rows`` chunks with vectors exist."""
+    """Build the ANN vector index once ``ann_min_rows`` chunks with vectors exist.
+
+    Partitions are sized by ``ann_partition_rows`` (LanceDB's ``target_partition_size``),
+    never by a count: ``optimize()`` splits partitions above 4× and joins partitions below
+    ¼ of the target the index was built with, so a count that disagrees with the target
+    (LanceDB's default for HNSW is 1,048,576 rows) makes the first optimize rebuild the
+    whole index — minutes at 1M rows.
+    """
     if "vector" not in table.schema.names or has_ann(table):
         return False
     if table.count_rows() < store.settings.ann_min_rows:
         return False
-    from lancedb import index
-
-    kind = store.settings.ann_index
-    config: Any
-    if kind == "ivf_pq":
-        config = index.IvfPq(distance_type="cosine")
-    elif kind == "ivf_flat":
-        config = index.IvfFlat(distance_type="cosine")
-    else:
-        config = index.IvfHnswSq(distance_type="cosine")
-    table.create_index("vector", config=config, name=VECTOR_INDEX)
+    table.create_index("vector", config=ann_config(store.settings), name=VECTOR_INDEX)
     _seen.pop(id(table), None)
     return True
+
+
+def ann_config(settings: LanceSettings) -> Any:
+    """The LanceDB index config of ``settings.ann_index`` (cosine)."""
+    from lancedb import index
+
+    rows = settings.ann_partition_rows
+    if settings.ann_index == "ivf_pq":
+        return index.IvfPq(distance_type="cosine", target_partition_size=rows)
+    if settings.ann_index == "ivf_flat":
+        return index.IvfFlat(distance_type="cosine", target_partition_size=rows)
+    return index.IvfHnswSq(
+        distance_type="cosine", target_partition_size=rows, ef_construction=settings.ef_construction
+    )
 
 
 def optimize(store: LanceStore, tables: Tables, *, ann: bool = True) -> dict[str, Any]:
@@ -98,9 +111,9 @@ def optimize(store: LanceStore, tables: Tables, *, ann: bool = True) -> dict[str
     """
     started = time.perf_counter()
     keep = timedelta(hours=store.settings.cleanup_older_than_hours)
-    ann = ensure_ann(store, tables.chunks) if ann else False
     for table in (tables.chunks, tables.entries, tables.files):
         table.optimize(cleanup_older_than=keep)
+    ann = ensure_ann(store, tables.chunks) if ann else False  # on compacted fragments
     store.writes_since_optimize = 0
     done = {
         "at": datetime.now(UTC).isoformat(),
@@ -121,7 +134,7 @@ def after_sync(store: LanceStore, tables: Tables, *, written: int, rebuilt: bool
         if _due(store, written, rebuilt=rebuilt):
             optimize(store, tables)
 
-    store.guard("optimize", run)
+    store.guard("optimize", run, long=True)
 
 
 def _due(store: LanceStore, written: int, *, rebuilt: bool) -> bool:
@@ -172,7 +185,10 @@ def _vector_path(store: LanceStore, ann: bool, dims: int | None) -> str:
             f" ({beyond})"
         )
     if ann:
-        return f"{settings.ann_index} + refine_factor {settings.refine_factor}"
+        return (
+            f"{settings.ann_index}, nprobes {settings.nprobes}, ef {settings.ef}"
+            f" + refine_factor {settings.refine_factor}"
+        )
     return "exact (LanceDB brute force)"
 
 

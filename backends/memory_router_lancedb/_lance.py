@@ -6,13 +6,18 @@ turns them into :class:`BackendError` subclasses, once.
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import os
 import random
 import re
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from types import ModuleType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from memory_router import BackendError, BackendUnavailable, MemoryRouterError
 
@@ -20,6 +25,7 @@ T = TypeVar("T")
 INSTALL_HINT = "install the extra: pip install 'memory-router[lancedb]'"
 # Lance logs harmless notices (a table about to be created, centroid statistics) to stderr.
 os.environ.setdefault("LANCE_LOG", "error")
+os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
 
 _RETRYABLE = re.compile(
@@ -27,8 +33,14 @@ _RETRYABLE = re.compile(
     r"|was concurrently",
     re.IGNORECASE,
 )
+_UNREACHABLE = "the object store cannot be reached"
+_DAMAGED = "a table is missing or damaged"
 _CAUSES = (
-    (re.compile(r"NoSuchBucket|bucket does not exist", re.IGNORECASE), "the bucket does not exist"),
+    (
+        re.compile(r"NoSuchBucket|bucket does not exist", re.IGNORECASE),
+        "the bucket does not exist",
+        "create the bucket, or fix the bucket in [backends.lancedb] uri",
+    ),
     (
         re.compile(
             r"InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|403 Forbidden|"
@@ -36,16 +48,33 @@ _CAUSES = (
             re.IGNORECASE,
         ),
         "the object store refused the credentials",
+        "check access_key_id and secret_access_key in [backends.lancedb] storage_options",
     ),
     (
-        re.compile(r"Connection refused|connect error|dns error|timed out|timeout", re.IGNORECASE),
-        "the object store cannot be reached",
+        re.compile(
+            r"Connection refused|connect error|dns error|timed out|timeout|did not answer"
+            r"|error sending request|Error performing (GET|PUT|HEAD|POST|DELETE|list)",
+            re.IGNORECASE,
+        ),
+        _UNREACHABLE,
+        "check that the object store is running and [backends.lancedb] storage_options"
+        " endpoint; `memory-router doctor` checks again",
     ),
     (
-        re.compile(r"not found|No such file|does not exist|manifest", re.IGNORECASE),
-        "a table is missing or half-written",
+        re.compile(
+            r"not found|No such file|does not exist|manifest|sufficient data|corrupt"
+            r"|decode|unexpected end|invalid (file|data)",
+            re.IGNORECASE,
+        ),
+        _DAMAGED,
+        "rebuild it from the Markdown: memory-router reset --backend lancedb --yes,"
+        " then memory-router index",
     ),
 )
+
+
+class NoAnswer(Exception):
+    """An object-store call that outlived its deadline (abandoned on its thread)."""
 
 
 def lancedb() -> ModuleType:
@@ -63,24 +92,107 @@ def lancedb() -> ModuleType:
 
 def describe(error: BaseException) -> str:
     """A short cause for a lancedb error (their messages carry whole request dumps)."""
+    return _cause(error)[0]
+
+
+def _cause(error: BaseException) -> tuple[str, str | None]:
     text = str(error)
-    for pattern, cause in _CAUSES:
+    if isinstance(error, NoAnswer):
+        return f"{_UNREACHABLE} ({text})", _CAUSES[2][2]
+    for pattern, cause, hint in _CAUSES:
         if pattern.search(text):
-            return cause
+            return cause, hint
     first = text.splitlines()[0] if text else type(error).__name__
-    return first if len(first) <= 300 else first[:297] + "..."
+    return (first if len(first) <= 300 else first[:297] + "..."), None
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` says the object store did not answer (refused, timed out)."""
+    return _cause(error)[0].startswith(_UNREACHABLE)
 
 
 def translate(error: BaseException, *, backend: str, doing: str, uri: str) -> BackendError:
-    """A third-party exception as a :class:`BackendError` (unavailable unless retryable)."""
+    """A third-party exception as a :class:`BackendError` (unavailable unless retryable),
+    with a hint saying what to do about its cause."""
     if isinstance(error, BackendError):
         return error
-    message = f"lancedb {doing} failed at {uri}: {describe(error)}"
+    cause, hint = _cause(error)
+    message = f"lancedb {doing} failed at {uri}: {cause}"
     if isinstance(error, MemoryRouterError):
         return BackendError(f"{message}: {error.message}", backend=backend)
     if retryable(error):
         return BackendError(message, backend=backend, hint="retry; another writer was busy")
-    return BackendUnavailable(message, backend=backend)
+    return BackendUnavailable(message, backend=backend, hint=hint)
+
+
+def within(action: Callable[[], T], timeout_s: float) -> T:
+    """``action()`` on a daemon thread, waited for at most ``timeout_s`` seconds.
+
+    LanceDB retries a failed object-store request several times on its own (a server
+    that accepts connections and never answers holds one call for about eight request
+    timeouts), so calls get a deadline here; an abandoned call ends on its own thread
+    and never keeps the process alive. Raises :class:`NoAnswer` past the deadline.
+    """
+    try:
+        return Legs().submit(action).result(timeout_s)
+    except FutureTimeout:
+        _cancel_at_exit()
+        raise NoAnswer(f"no answer within {timeout_s:g} s") from None
+
+
+_cancelling = threading.Lock()
+_cancel_registered = False
+
+
+def _cancel_at_exit() -> None:
+    """Once a call was abandoned: at exit, cancel LanceDB's calls still in flight, which
+    its runtime would otherwise wait about 5 s for before giving up on them itself."""
+    global _cancel_registered
+    with _cancelling:
+        if not _cancel_registered:
+            atexit.register(_cancel_in_flight)
+            _cancel_registered = True
+
+
+def _cancel_in_flight() -> None:
+    try:
+        from lancedb.background_loop import LOOP
+
+        loop = LOOP.loop
+        done = threading.Event()
+
+        def cancel() -> None:
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+            done.set()
+
+        loop.call_soon_threadsafe(cancel)
+        done.wait(1.0)
+    except (ImportError, AttributeError, RuntimeError):  # no loop, or it is closed
+        return
+
+
+class Legs:
+    """``submit`` on a daemon thread of its own: a ``ThreadPoolExecutor``'s workers are
+    joined when the interpreter exits, so one stuck on an unanswering object store would
+    keep the command alive long after it answered."""
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        future: Future[T] = Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args))
+            except BaseException as error:  # the caller gets it from the future
+                future.set_exception(error)
+
+        threading.Thread(target=run, daemon=True, name="lancedb-leg").start()
+        return future
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Nothing to stop: each caller waited for its legs, or gave up on them."""
 
 
 def retryable(error: BaseException) -> bool:

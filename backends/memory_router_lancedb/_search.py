@@ -3,7 +3,7 @@
 * keyword: Lance's native FTS (BM25) over the OR of the extracted keywords (numbers kept),
   the raw score mapped into [0, 1) as ``s / (1 + s)`` — the SQLite backend's mapping;
 * vector: cosine distance (exact ``1 − cos`` thanks to ``refine_factor`` once an ANN index
-  exists), score ``1 − distance``;
+  exists, see :class:`Ann`), score ``1 − distance``;
 * both legs take the same prefilter (sources), then the built-in backend's fusion
   (`memory_router.fuse` with `query.hybrid.fusion`).
 """
@@ -148,19 +148,31 @@ def vector_rows(
     *,
     where: str | None,
     limit: int,
-    refine_factor: int | None,
-    nprobes: int | None = None,
+    ann: Ann | None = None,
     columns: Columns = COLUMNS,
 ) -> dict[str, Row]:
     """Nearest chunks by cosine similarity (score = 1 − cosine distance); with an ANN
-    index, ``nprobes`` partitions are searched and ``refine_factor × limit`` candidates
-    re-ranked by their exact distance."""
+    index, the :class:`Ann` knobs apply."""
     builder = table.search(list(vector), vector_column_name="vector").distance_type("cosine")
-    if refine_factor:
-        builder = builder.refine_factor(refine_factor)
-    if nprobes:
-        builder = builder.nprobes(nprobes)
+    if ann is not None:
+        builder = ann.apply(builder, limit)
     if where:
         builder = builder.where(where, prefilter=True)
     records = builder.limit(limit).select(_with(columns, "_distance")).to_arrow().to_pylist()
     return _rows(records, lambda r: 1.0 - r["_distance"])
+
+
+@dataclass(frozen=True, slots=True)
+class Ann:
+    """How a search uses the ANN index: ``nprobes`` partitions read, each HNSW graph
+    searched ``ef`` wide, and ``refine_factor × limit`` candidates re-ranked by their
+    exact distance (so scores stay exact ``1 − cos``)."""
+
+    nprobes: int
+    refine_factor: int
+    ef: int
+
+    def apply(self, builder: Any, limit: int) -> Any:
+        # LanceDB refuses an ef below the candidates it must return (limit × refine).
+        ef = max(self.ef, limit * self.refine_factor)
+        return builder.nprobes(self.nprobes).refine_factor(self.refine_factor).ef(ef)

@@ -37,8 +37,11 @@ class LanceSettings:
     cleanup_older_than_hours: float = 24.0
     ann_min_rows: int = 100_000
     ann_index: Literal["ivf_pq", "ivf_hnsw_sq", "ivf_flat"] = "ivf_hnsw_sq"
-    refine_factor: int = 5
+    ann_partition_rows: int = 65_536
+    ef_construction: int = 150
+    refine_factor: int = 10
     nprobes: int = 20
+    ef: int = 600
     vector_search: Literal["auto", "memory", "lance"] = "auto"
     memory_budget_mb: int = 512
     keep_generations: int = 2
@@ -55,8 +58,9 @@ class LanceSettings:
             )
         if self.max_retries < 0:
             raise ValueError("max_retries must be 0 or more")
-        names = ("write_retries", "refine_factor", "nprobes", "keep_generations", "ann_min_rows")
-        for name in (*names, "memory_budget_mb"):
+        names = ("write_retries", "keep_generations", "ann_min_rows", "ann_partition_rows")
+        ann = ("ef_construction", "refine_factor", "nprobes", "ef")
+        for name in (*names, *ann, "memory_budget_mb"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
 

@@ -52,7 +52,7 @@ class LanceStaging(Staging):
         return cls(store, tables, wanted)
 
     def write(self, chunks: Sequence[Chunk]) -> None:
-        self.store.guard("migrate", lambda: self._append(chunks))
+        self.store.guard("migrate", lambda: self._append(chunks), long=True)
 
     def _append(self, chunks: Sequence[Chunk]) -> None:
         """One append per table; rows of ids already in the copy (a batch written again by
@@ -80,14 +80,14 @@ class LanceStaging(Staging):
             self.store.prune(self.tables.generation)
 
         with self.store.write_lock:
-            self.store.guard("migrate", run)
+            self.store.guard("migrate", run, long=True)
 
     def discard(self) -> None:
         def run() -> None:
             self.store.drop_generation(self.tables.generation)
             self.store.delete_meta(STAGING_KEY)
 
-        self.store.guard("migrate", run)
+        self.store.guard("migrate", run, long=True)
 
 
 def _dims(fingerprint: Mapping[str, Any]) -> int | None:

@@ -9,20 +9,24 @@ the previous generation is kept (``keep_generations``) for readers still on it.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from memory_router import MemoryRouterError
+from memory_router import BackendUnavailable, MemoryRouterError
 
 from . import _schema
-from ._lance import lancedb, translate, with_retries
-from ._settings import LanceSettings
+from ._lance import lancedb, translate, unreachable, with_retries, within
+from ._settings import LanceSettings, is_remote
 
 KINDS = ("chunks", "entries", "files")
 
@@ -60,15 +64,62 @@ class LanceStore:
         self._lock = threading.RLock()
         self.write_lock = threading.Lock()
         self.writes_since_optimize = 0
+        self.remote = is_remote(uri)
+        # One object-store call's deadline, and the unreachable store's last error and when
+        # it may be tried again.
+        self.call_timeout_s = settings.connect_timeout_s + settings.request_timeout_s
+        self._down: tuple[float, BackendUnavailable] | None = None
 
-    def guard(self, doing: str, action: Callable[[], Any]) -> Any:
-        """Run ``action``, translating any third-party error (see :mod:`._lance`)."""
+    def guard(self, doing: str, action: Callable[[], Any], *, long: bool = False) -> Any:
+        """Run ``action``, translating any third-party error (see :mod:`._lance`).
+
+        On object storage a short ``action`` (a read, a status, one small write) gets
+        ``call_timeout_s``; a ``long`` one (a sync, a migration, an optimize) runs
+        unbounded after a probe that gets it. A store that did not answer fails every call
+        at once for ``request_timeout_s``, so one command never waits for it twice.
+        """
+        self._check_down()
         try:
-            return action()
+            if not self.remote:
+                return action()
+            if long:
+                within(lambda: self.db().list_tables(limit=1), self.call_timeout_s)
+                return action()
+            return within(action, self.call_timeout_s)
         except MemoryRouterError:
             raise
         except Exception as error:
-            raise translate(error, backend=self.name, doing=doing, uri=self.shown_uri) from error
+            raise self._translated(doing, error) from error
+
+    @contextlib.contextmanager
+    def translating(self, doing: str) -> Iterator[None]:
+        """:meth:`guard` for a block (a generator's body), without a deadline."""
+        self._check_down()
+        try:
+            yield
+        except MemoryRouterError:
+            raise
+        except Exception as error:
+            raise self._translated(doing, error) from error
+
+    def _translated(self, doing: str, error: Exception) -> MemoryRouterError:
+        translated = translate(error, backend=self.name, doing=doing, uri=self.shown_uri)
+        if isinstance(translated, BackendUnavailable) and unreachable(error):
+            self._down = (time.monotonic() + self.settings.request_timeout_s, translated)
+        return translated
+
+    def _check_down(self) -> None:
+        down = self._down
+        if down is None:
+            return
+        if time.monotonic() >= down[0]:
+            self._down = None
+            return
+        raise BackendUnavailable(
+            f"{down[1].message} (not retried for {self.settings.request_timeout_s:g} s)",
+            backend=self.name,
+            hint=down[1].hint,
+        )
 
     # -- connection and meta ----------------------------------------------------------------
 
@@ -76,11 +127,17 @@ class LanceStore:
         with self._lock:
             if self._db is None:
                 interval = timedelta(seconds=self.settings.read_consistency_interval_s)
-                self._db = lancedb().connect(
-                    self.uri,
-                    read_consistency_interval=interval,
-                    storage_options=self.settings.options(),
-                )
+                module = lancedb()
+
+                def connect() -> Any:
+                    return module.connect(
+                        self.uri,
+                        read_consistency_interval=interval,
+                        storage_options=self.settings.options(),
+                    )
+
+                # Connecting lists the prefix: an unanswering server holds it like a call.
+                self._db = within(connect, self.call_timeout_s) if self.remote else connect()
             return self._db
 
     def _open_or_create(self, name: str, schema: Any) -> Any:
@@ -223,6 +280,27 @@ class LanceStore:
         for generation in others:
             if generation not in keep:
                 self.drop_generation(generation)
+
+    def reset(self) -> list[str]:
+        """Drop every table (``memory-router reset``); the table folders removed.
+
+        A local table too damaged to drop through LanceDB has its folder removed instead.
+        """
+        with self.write_lock:
+            names = self.guard("reset", self.table_names)
+            self.close()
+            for name in names:
+                self.guard("reset", functools.partial(self._drop, name), long=True)
+            self.close()
+        return [f"{self.shown_uri.rstrip('/')}/{name}.lance" for name in names]
+
+    def _drop(self, name: str) -> None:
+        try:
+            self.db().drop_table(name, ignore_missing=True)
+        except Exception:
+            if self.remote:
+                raise
+            shutil.rmtree(Path(self.uri) / f"{name}.lance", ignore_errors=True)
 
     def close(self) -> None:
         with self._lock:

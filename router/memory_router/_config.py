@@ -144,6 +144,7 @@ class QueryConfig:
     min_score: float = 0.2
     max_snippet_chars: int = 700
     max_injected_chars: int = 4000
+    merge_reading_chars: int = 4000
     keyword_mode: Literal["or", "reference"] = "or"
     hybrid: HybridConfig = field(default_factory=HybridConfig)
     mmr: MmrConfig = field(default_factory=MmrConfig)
@@ -154,6 +155,7 @@ class QueryConfig:
         object.__setattr__(self, "min_score", min(max(self.min_score, 0.0), 1.0))
         object.__setattr__(self, "max_snippet_chars", max(1, self.max_snippet_chars))
         object.__setattr__(self, "max_injected_chars", max(0, self.max_injected_chars))
+        object.__setattr__(self, "merge_reading_chars", max(0, self.merge_reading_chars))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,6 +9,7 @@ up to date. Markdown is never touched.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
@@ -146,12 +147,13 @@ def _backend(router: Router, status: BackendStatus) -> Check:
     except MemoryRouterError as error:  # cannot even start (not installed, misconfigured)
         return Check(name=label, ok=False, detail=error.message, fix=error.hint, backend=name)
     if not status.available:
+        hint = status.details.get("hint")  # the backend knows what to do about its error
         return Check(
             name=label,
             ok=False,
             detail=status.error or "unavailable",
-            fix="memory-router doctor --fix",
-            repairable=True,
+            fix=str(hint) if hint else "memory-router doctor --fix",
+            repairable=not hint,
             backend=name,
         )
     problem = _stale(router, status)
@@ -226,11 +228,11 @@ def reset(router: Router, names: list[str]) -> list[str]:
     removed: list[str] = []
     for name in names:
         try:
-            removed.extend(router.backend(name).reset())
-        except Unsupported:
-            pass
+            backend = router.backend(name)
         except MemoryRouterError:  # it cannot start: its state folder still goes
-            pass
+            backend = None
+        with contextlib.suppress(Unsupported):
+            removed.extend(backend.reset() if backend is not None else ())
         for folder in derived_paths(router, name):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(str(folder))

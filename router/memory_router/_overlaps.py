@@ -5,12 +5,17 @@
 of the same file already *showed* in its snippet, and narrows its line range to match.
 The hit itself stays (its new lines often hold the answer to the turn the better hit
 matched); what the agent reads, and what the injection budget pays for, is new text.
+
+:class:`Passage` and :func:`gather` then show hits of one file whose ranges touch as one
+hit (``query.merge_reading_chars``): what an agent reads first is the same text, and the
+places merging frees go to the next distinct hits.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Set
+from dataclasses import dataclass
 
 from ._types import Hit
 
@@ -51,3 +56,57 @@ def note_shown(hit: Hit, first: int, snippet: str, shown: Shown) -> None:
         index = first + offset
         if index < len(lines) and piece == lines[index]:
             numbers.add(hit.start_line + index)
+
+
+@dataclass(slots=True)
+class Passage:
+    """Hits of one file whose line ranges touch, shown as one hit.
+
+    ``parts`` are ``(hit, snippet)`` pairs as shaped, best first: the first gives the
+    passage's score, explanation and rank; the range covers all parts and the snippets are
+    joined in line order. ``offset`` is how many characters of snippets came before its
+    first part, in rank order, before any merging.
+    """
+
+    parts: list[tuple[Hit, str]]
+    offset: int = 0
+
+    def touches(self, hit: Hit) -> bool:
+        """Whether ``hit`` is in the same file and its lines overlap or adjoin the passage's
+        (hits of journal entries are never merged: each is its own entry)."""
+        head = self.parts[0][0]
+        if hit.entry is not None or head.entry is not None:
+            return False
+        if (hit.source, hit.path) != (head.source, head.path):
+            return False
+        low = min(h.start_line for h, _ in self.parts)
+        high = max(h.end_line for h, _ in self.parts)
+        return hit.start_line <= high + 1 and hit.end_line >= low - 1
+
+    def hit(self) -> Hit:
+        head, snippet = self.parts[0]
+        if len(self.parts) == 1:
+            return dataclasses.replace(head, snippet=snippet)
+        ordered = sorted(self.parts, key=lambda part: part[0].start_line)
+        return dataclasses.replace(
+            head,
+            start_line=min(h.start_line for h, _ in self.parts),
+            end_line=max(h.end_line for h, _ in self.parts),
+            snippet="\n".join(s for _, s in ordered),
+        )
+
+
+def gather(passages: list[Passage], hit: Hit, snippet: str, *, offset: int, reading: int) -> None:
+    """Add a shaped hit, whose snippet starts ``offset`` characters into the answer.
+
+    It joins the first passage it touches unless that would move text into the first
+    ``reading`` characters: two hits inside them are grouped, two past them merged, a hit
+    past them never pulled up into them. So what an agent reads first is exactly the text
+    it read without merging. ``reading = 0`` never merges.
+    """
+    target = next((p for p in passages if p.touches(hit)), None) if reading > 0 else None
+    inside = offset + len(snippet) <= reading
+    if target is not None and (inside or target.offset >= reading):
+        target.parts.append((hit, snippet))
+    else:
+        passages.append(Passage([(hit, snippet)], offset))

@@ -1,8 +1,9 @@
 """Shared result shaping, applied to every backend's candidates (ref §1.7–1.12).
 
 Order: temporal decay and entry weight → sort → MMR → min score (on the score before
-decay and weight, with keyword relaxation) → max results → lines a better hit showed
-trimmed (:mod:`memory_router._overlaps`) → snippet window → citations →
+decay and weight, with keyword relaxation) → lines a better hit showed trimmed
+(:mod:`memory_router._overlaps`) → snippet window → touching hits of a file merged (never
+moving text into the first ``merge_reading_chars``) → max results → citations →
 injection budget. Decay and weight reorder; they never empty an answer.
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from ._config import Config
 from ._discovery import dated_file
 from ._entries import entry_weight
-from ._overlaps import Shown, note_shown, trim_hit
+from ._overlaps import Passage, Shown, gather, note_shown, trim_hit
 from ._snippets import window
 from ._types import BackendResult, Explain, Hit, SearchRequest
 
@@ -217,9 +218,10 @@ def weigh(result: BackendResult, config: Config, *, now: float) -> list[Hit]:
 def select(
     hits: Sequence[Hit], result: BackendResult, request: SearchRequest
 ) -> tuple[list[Hit], list[Hit]]:
-    """Min score (on relevance, before decay) with keyword relaxation, then max results.
+    """Min score (on relevance, before decay) with keyword relaxation.
 
-    Returns ``(kept, dropped)``; each dropped hit's explanation says why.
+    Returns ``(passing, dropped)`` (best first; :func:`shape_all` takes ``max_results`` of
+    the passing ones); each dropped hit's explanation says why.
     """
 
     def relevance(hit: Hit) -> float:
@@ -229,19 +231,13 @@ def select(
     if not passing and result.relaxed_min_score is not None:
         floor = min(request.min_score, result.relaxed_min_score)
         passing = [h for h in hits if h.text_score is not None and relevance(h) >= floor]
-    kept = passing[: request.max_results]
-    chosen = {id(h) for h in kept}
+    chosen = {id(h) for h in passing}
     dropped = [
-        _drop(
-            h,
-            f"beyond max_results = {request.max_results}"
-            if any(h is p for p in passing)
-            else f"relevance {relevance(h):.3f} under min_score = {request.min_score:g}",
-        )
+        _drop(h, f"relevance {relevance(h):.3f} under min_score = {request.min_score:g}")
         for h in hits
         if id(h) not in chosen
     ]
-    return kept, dropped
+    return passing, dropped
 
 
 def shape(
@@ -272,18 +268,27 @@ def shape_all(
     """
     q = config.query
     hits = weigh(result, config, now=time.time() if now is None else now)
-    kept, dropped = select(hits, result, request)
+    passing, dropped = select(hits, result, request)
     decorate = citations_on(config.citations, session_key)
-    shaped = []
+    passages: list[Passage] = []
     shown: Shown = {}
-    for found in kept:
+    used = taken = 0
+    for found in passing:
+        if len(passages) >= request.max_results:
+            break
         hit = trim_hit(found, shown)
         first, snippet = window(hit.snippet, request.query, q.max_snippet_chars)
         note_shown(hit, first, snippet, shown)
-        cite = None
-        if decorate:
-            cite = citation(hit)
-            snippet = f"{snippet.strip()}\n\nSource: {cite}"
+        gather(passages, hit, snippet, offset=used, reading=q.merge_reading_chars)
+        used += len(snippet)
+        taken += 1
+    beyond = f"beyond max_results = {request.max_results}"
+    dropped = [_drop(h, beyond) for h in passing[taken:]] + dropped
+    shaped = []
+    for passage in passages:
+        hit = passage.hit()
+        cite = citation(hit) if decorate else None
+        snippet = f"{hit.snippet.strip()}\n\nSource: {cite}" if cite else hit.snippet
         shaped.append(dataclasses.replace(hit, snippet=snippet, citation=cite))
     final = clamp_budget(shaped, q.max_injected_chars)
     if not explain:

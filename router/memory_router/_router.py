@@ -234,9 +234,14 @@ class Router:
                 return SyncReport(
                     backend=name,
                     errors=(error.message,),
+                    hint=error.hint,
                     duration_ms=(time.perf_counter() - started) * 1000,
                 )
         self._ledger.synced(name, seen)
+        breaker = self._breakers.get(name)  # a backend outside the chain has none
+        if breaker is not None and not report.errors:  # it works again: stop skipping it
+            breaker.success()
+            self._health.record(self.breakers(), self.last_fallback)
         return report
 
     def _index_lock(

@@ -287,7 +287,8 @@ class FileText(_ToDict):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SyncReport(_ToDict):
-    """What one backend's sync did. Counts are files unless named otherwise."""
+    """What one backend's sync did. Counts are files unless named otherwise; ``hint``
+    says what to do about a failed sync's ``errors``, when known."""
 
     backend: str
     added: int = 0
@@ -301,6 +302,7 @@ class SyncReport(_ToDict):
     reason: str | None = None
     duration_ms: float = 0.0
     errors: tuple[str, ...] = ()
+    hint: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -185,7 +185,11 @@ TURNS = [f"[D1:{n}] Speaker: turn number {n} of the talk" for n in range(1, 10)]
 def test_a_neighbouring_chunk_does_not_repeat_the_lines_a_better_hit_showed(
     tmp_path: Path,
 ) -> None:
-    overrides = {"workspace": str(tmp_path), "citations": "off"}
+    overrides = {
+        "workspace": str(tmp_path),
+        "citations": "off",
+        "query": {"merge_reading_chars": 0},  # never merged: each hit keeps its place
+    }
     config = load_config(None, environ={}, overrides=overrides)
     better = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:5])  # lines 1-5
     neighbour = _lines_hit("memory/a.md", 0.8, 4, TURNS[3:8])  # lines 4-8
@@ -202,12 +206,59 @@ def test_a_neighbouring_chunk_does_not_repeat_the_lines_a_better_hit_showed(
     assert "[D1:4]" in out[2].snippet
 
 
+def test_touching_hits_of_a_file_are_one_passage_and_free_a_place(tmp_path: Path) -> None:
+    config = load_config(
+        None, environ={}, overrides={"workspace": str(tmp_path), "citations": "on"}
+    )
+    better = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:5])  # lines 1-5
+    other = _lines_hit("memory/b.md", 0.85, 1, TURNS[0:3])
+    below = _lines_hit("memory/a.md", 0.8, 6, TURNS[5:8])  # lines 6-8: adjoins the first
+    third = _lines_hit("memory/c.md", 0.7, 1, TURNS[0:2])  # gets the place freed
+    result = BackendResult(hits=(better, other, below, third), mode="keyword")
+    out = shape(result, request(min_score=0.0, max_results=3), config)
+    assert [(h.path, h.start_line, h.end_line) for h in out] == [
+        ("memory/a.md", 1, 8),
+        ("memory/b.md", 1, 3),
+        ("memory/c.md", 1, 2),
+    ]
+    assert out[0].score == 0.9
+    assert out[0].citation == "memory/a.md#L1-L8"
+    body = out[0].snippet.split("\n\nSource:")[0]
+    assert body.split("\n") == TURNS[0:8]  # each line once, in line order
+
+
+def test_a_neighbour_past_merge_reading_chars_stays_a_hit_of_its_own(tmp_path: Path) -> None:
+    overrides = {"workspace": str(tmp_path), "citations": "off"}
+    overrides["query"] = {"merge_reading_chars": len("\n".join(TURNS[0:5])) + 10}
+    config = load_config(None, environ={}, overrides=overrides)
+    better = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:5])
+    below = _lines_hit("memory/a.md", 0.8, 6, TURNS[5:8])  # its snippet would pass the limit
+    out = shape(BackendResult(hits=(better, below), mode="keyword"), request(min_score=0.0), config)
+    assert [(h.start_line, h.end_line) for h in out] == [(1, 5), (6, 8)]
+
+
+def test_touching_hits_past_the_reading_budget_are_merged(tmp_path: Path) -> None:
+    first = _lines_hit("memory/x.md", 0.95, 1, TURNS[0:5])  # fills the reading budget
+    overrides = {"workspace": str(tmp_path), "citations": "off"}
+    overrides["query"] = {"merge_reading_chars": len(first.snippet)}
+    config = load_config(None, environ={}, overrides=overrides)
+    upper = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:4])  # past it: merged with each other
+    lower = _lines_hit("memory/a.md", 0.8, 5, TURNS[4:8])
+    result = BackendResult(hits=(first, upper, lower), mode="keyword")
+    out = shape(result, request(min_score=0.0), config)
+    assert [(h.path, h.start_line, h.end_line) for h in out] == [
+        ("memory/x.md", 1, 5),
+        ("memory/a.md", 1, 8),
+    ]
+    assert out[1].snippet.split("\n") == TURNS[0:8]
+
+
 def test_lines_a_better_hit_did_not_show_are_kept(tmp_path: Path) -> None:
     # The better hit's snippet is cut to its first lines, so line 5 was never shown.
     overrides = {
         "workspace": str(tmp_path),
         "citations": "off",
-        "query": {"max_snippet_chars": 120},
+        "query": {"max_snippet_chars": 120, "merge_reading_chars": 0},
     }
     config = load_config(None, environ={}, overrides=overrides)
     better = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:5])

@@ -71,6 +71,8 @@ def index(
         click.echo(
             f"Error: {report.backend}: {' '.join(error.split())} (after {seconds:.1f} s)", err=True
         )
+        if report.hint:
+            click.echo(f"Hint: {' '.join(report.hint.split())}", err=True)
     if failed:
         ctx.exit(EXIT_ERROR)
 
