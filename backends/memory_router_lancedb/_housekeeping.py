@@ -210,20 +210,26 @@ def _vector_path(store: LanceStore, ann: bool, dims: int | None) -> str:
     return "exact (LanceDB brute force)"
 
 
+def _index_state(table: Any) -> dict[str, Any]:
+    """Each index of ``table``: its type and how many rows it covers (the rest are scanned)."""
+    indexes = {}
+    for index in table.list_indices():
+        stats = table.index_stats(index.name)
+        indexes[index.name] = {
+            "type": str(index.index_type),
+            "indexed_rows": stats.num_indexed_rows if stats else None,
+            "unindexed_rows": stats.num_unindexed_rows if stats else None,
+        }
+    return indexes
+
+
 def _deep(store: LanceStore, tables: Tables, dims: int | None) -> dict[str, Any]:
     meta = store.read_meta()
     rows = {}
     for kind in KINDS:
         table = getattr(tables, kind)
         rows[kind] = {"rows": table.count_rows(), "version": table.version}
-    indexes = {}
-    for index in tables.chunks.list_indices():
-        stats = tables.chunks.index_stats(index.name)
-        indexes[index.name] = {
-            "type": str(index.index_type),
-            "indexed_rows": stats.num_indexed_rows if stats else None,
-            "unindexed_rows": stats.num_unindexed_rows if stats else None,
-        }
+    indexes = _index_state(tables.chunks)
     vector = _vector_path(store, VECTOR_INDEX in indexes, dims)
     return {
         "storage_options": store.settings.masked_options(),
@@ -231,7 +237,8 @@ def _deep(store: LanceStore, tables: Tables, dims: int | None) -> dict[str, Any]
         "fingerprint": meta.get("current", {}).get("fingerprint"),
         "tables": rows,
         "indexes": indexes,
-        "last_optimize": meta.get("optimize"),
+        "entries_indexes": _index_state(tables.entries),
+        "last_optimize": meta.get("optimize") or "never",
         "search_path": f"FTS (BM25, {'indexed' if FTS_INDEX in indexes else 'missing'}) + vector"
         f" ({vector})",
         "read_consistency_interval_s": store.settings.read_consistency_interval_s,
