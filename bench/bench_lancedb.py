@@ -63,11 +63,17 @@ BUILD = ("ann_index", "ann_partition_rows", "ef_construction")
 
 
 def ann_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The build settings given on the command line; ``ann_min_rows`` lowered to the rows
-    of a run smaller than the backend's threshold (it would build nothing otherwise)."""
-    settings = {k: getattr(args, k) for k in BUILD if getattr(args, k) is not None}
+    """The build settings given on the command line; for a run small enough that the
+    backend would build no index (below ``ann_min_rows``, or vectors that fit the default
+    ``memory_budget_mb``, answered exactly from memory), the settings that make it build
+    and use one."""
+    from memory_router_lancedb._vectors import fits
+
+    settings: dict[str, Any] = {k: getattr(args, k) for k in BUILD if getattr(args, k) is not None}
     if args.ann < 100_000:
         settings["ann_min_rows"] = args.ann
+    if fits(args.ann, 384, 512 * 2**20):
+        settings["vector_search"] = "lance"
     return settings
 
 

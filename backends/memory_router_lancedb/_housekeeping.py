@@ -13,6 +13,7 @@ a fold adds them to the ANN index as a delta, without rebuilding it.
 from __future__ import annotations
 
 import time
+import weakref
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,13 +21,17 @@ from memory_router import BackendStatus
 
 from ._settings import LanceSettings
 from ._store import KINDS, LanceStore, Tables
+from ._vectors import fits
 
 FTS_INDEX = "text_idx"
 VECTOR_INDEX = "vector_idx"
 
 
 INDEX_CHECK_S = 2.0  # how long a search trusts what it last saw of a table's indexes
-_seen: dict[int, tuple[float, frozenset[str]]] = {}
+# Keyed by the table object itself, weakly: an ``id()`` key outlives its table and can be
+# reused by another (say a fresh chunks table taking an empty entries table's id, whose
+# cached "no FTS index" would then silently drop the keyword leg).
+_seen: weakref.WeakKeyDictionary[Any, tuple[float, frozenset[str]]] = weakref.WeakKeyDictionary()
 
 
 def _indices(table: Any) -> dict[str, Any]:
@@ -36,11 +41,11 @@ def _indices(table: Any) -> dict[str, Any]:
 def index_names(table: Any) -> frozenset[str]:
     """The table's index names, re-listed at most every ``INDEX_CHECK_S`` seconds."""
     now = time.monotonic()
-    cached = _seen.get(id(table))
+    cached = _seen.get(table)
     if cached is not None and now - cached[0] < INDEX_CHECK_S:
         return cached[1]
     names = frozenset(_indices(table))
-    _seen[id(table)] = (now, names)
+    _seen[table] = (now, names)
     return names
 
 
@@ -67,12 +72,13 @@ def ensure_fts(table: Any) -> bool:
         ascii_folding=True,
     )
     table.create_index("text", config=config, name=FTS_INDEX)
-    _seen.pop(id(table), None)
+    _seen.pop(table, None)
     return True
 
 
 def ensure_ann(store: LanceStore, table: Any) -> bool:
-    """Build the ANN vector index once ``ann_min_rows`` chunks with vectors exist.
+    """Build the ANN vector index once ``ann_min_rows`` chunks with vectors exist and
+    searches would use it (:func:`ann_used`).
 
     Partitions are sized by ``ann_partition_rows`` (LanceDB's ``target_partition_size``),
     never by a count: ``optimize()`` splits partitions above 4× and joins partitions below
@@ -82,11 +88,23 @@ def ensure_ann(store: LanceStore, table: Any) -> bool:
     """
     if "vector" not in table.schema.names or has_ann(table):
         return False
-    if table.count_rows() < store.settings.ann_min_rows:
+    rows = table.count_rows()
+    if rows < store.settings.ann_min_rows or not ann_used(store.settings, table, rows):
         return False
     table.create_index("vector", config=ann_config(store.settings), name=VECTOR_INDEX)
-    _seen.pop(id(table), None)
+    _seen.pop(table, None)
     return True
+
+
+def ann_used(settings: LanceSettings, table: Any, rows: int) -> bool:
+    """Whether searches would use an ANN index: never with ``vector_search = "memory"``,
+    with ``"auto"`` only once the vectors no longer fit ``memory_budget_mb`` (exact
+    search in memory answers until then, so a build would only cost the sync time)."""
+    if settings.vector_search == "lance":
+        return True
+    dims = int(table.schema.field("vector").type.list_size)
+    budget = settings.memory_budget_mb * 2**20
+    return settings.vector_search == "auto" and not fits(rows, dims, budget)
 
 
 def ann_config(settings: LanceSettings) -> Any:
@@ -192,20 +210,26 @@ def _vector_path(store: LanceStore, ann: bool, dims: int | None) -> str:
     return "exact (LanceDB brute force)"
 
 
+def _index_state(table: Any) -> dict[str, Any]:
+    """Each index of ``table``: its type and how many rows it covers (the rest are scanned)."""
+    indexes = {}
+    for index in table.list_indices():
+        stats = table.index_stats(index.name)
+        indexes[index.name] = {
+            "type": str(index.index_type),
+            "indexed_rows": stats.num_indexed_rows if stats else None,
+            "unindexed_rows": stats.num_unindexed_rows if stats else None,
+        }
+    return indexes
+
+
 def _deep(store: LanceStore, tables: Tables, dims: int | None) -> dict[str, Any]:
     meta = store.read_meta()
     rows = {}
     for kind in KINDS:
         table = getattr(tables, kind)
         rows[kind] = {"rows": table.count_rows(), "version": table.version}
-    indexes = {}
-    for index in tables.chunks.list_indices():
-        stats = tables.chunks.index_stats(index.name)
-        indexes[index.name] = {
-            "type": str(index.index_type),
-            "indexed_rows": stats.num_indexed_rows if stats else None,
-            "unindexed_rows": stats.num_unindexed_rows if stats else None,
-        }
+    indexes = _index_state(tables.chunks)
     vector = _vector_path(store, VECTOR_INDEX in indexes, dims)
     return {
         "storage_options": store.settings.masked_options(),
@@ -213,7 +237,8 @@ def _deep(store: LanceStore, tables: Tables, dims: int | None) -> dict[str, Any]
         "fingerprint": meta.get("current", {}).get("fingerprint"),
         "tables": rows,
         "indexes": indexes,
-        "last_optimize": meta.get("optimize"),
+        "entries_indexes": _index_state(tables.entries),
+        "last_optimize": meta.get("optimize") or "never",
         "search_path": f"FTS (BM25, {'indexed' if FTS_INDEX in indexes else 'missing'}) + vector"
         f" ({vector})",
         "read_consistency_interval_s": store.settings.read_consistency_interval_s,

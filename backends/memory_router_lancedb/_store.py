@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Any
 from memory_router import BackendUnavailable, MemoryRouterError
 
 from . import _schema
-from ._lance import lancedb, translate, unreachable, with_retries, within
+from ._lance import Legs, lancedb, translate, unreachable, with_retries, within
 from ._settings import LanceSettings, is_remote
 
 KINDS = ("chunks", "entries", "files")
@@ -74,22 +75,41 @@ class LanceStore:
         """Run ``action``, translating any third-party error (see :mod:`._lance`).
 
         On object storage a short ``action`` (a read, a status, one small write) gets
-        ``call_timeout_s``; a ``long`` one (a sync, a migration, an optimize) runs
-        unbounded after a probe that gets it. A store that did not answer fails every call
-        at once for ``request_timeout_s``, so one command never waits for it twice.
+        ``call_timeout_s``; a ``long`` one (a sync, a migration, an optimize) runs as long
+        as it needs while the store answers a probe within that deadline, first and then
+        every ``call_timeout_s`` (:meth:`_watched`). A store that did not answer fails
+        every call at once for ``request_timeout_s``, so one command never waits for it
+        twice.
         """
         self._check_down()
         try:
             if not self.remote:
                 return action()
             if long:
-                within(lambda: self.db().list_tables(limit=1), self.call_timeout_s)
-                return action()
+                return self._watched(action)
             return within(action, self.call_timeout_s)
         except MemoryRouterError:
             raise
         except Exception as error:
             raise self._translated(doing, error) from error
+
+    def _watched(self, action: Callable[[], Any]) -> Any:
+        """``action`` on a thread of its own, given up on (left to end there) when the
+        store stops answering the probe: LanceDB alone would wait about eight request
+        timeouts for each unanswered call of it."""
+        self._probe()
+        future = Legs().submit(action)
+        while True:
+            try:
+                return future.result(self.call_timeout_s)
+            except FutureTimeout:
+                self._probe()
+
+    def _probe(self) -> None:
+        """One listing request within ``call_timeout_s`` (the connection as it is: a
+        probe never waits for a lock the action holds)."""
+        db = self._db
+        within(lambda: (db or self.db()).list_tables(limit=1), self.call_timeout_s)
 
     @contextlib.contextmanager
     def translating(self, doing: str) -> Iterator[None]:

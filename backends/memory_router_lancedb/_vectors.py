@@ -88,6 +88,12 @@ def _refreshed(old: Loaded, table: Any, key: tuple[str, int], count: int) -> Loa
     )
 
 
+def fits(count: int, dims: int, budget_bytes: int) -> bool:
+    """Whether ``count`` rows with ``dims``-d vectors fit ``budget_bytes`` in memory
+    (the vectors plus ~600 bytes of row each)."""
+    return count * (dims * 4 + 600) <= budget_bytes
+
+
 class VectorCache:
     """One table's vectors in memory, keyed by generation and table version."""
 
@@ -112,7 +118,7 @@ class VectorCache:
                 return old
             count = int(table.count_rows())
             dims = int(table.schema.field("vector").type.list_size)
-            if count * (dims * 4 + 600) > budget_bytes:  # vectors plus ~600 bytes of row
+            if not fits(count, dims, budget_bytes):
                 self._loaded, self._too_big = None, key
                 return None
             found = None

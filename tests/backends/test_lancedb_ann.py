@@ -14,11 +14,11 @@ WORDS = [f"w{i}" for i in range(400)]
 
 
 def workspace(tmp_path: Path) -> Path:
-    """Eight files of 60 paragraphs each: ~480 chunks of 32 tokens."""
+    """Ten files of 60 paragraphs each: ~600 chunks of 32 tokens."""
     rng = random.Random(7)
     files = {
         f"memory/f{n}.md": "\n\n".join(" ".join(rng.choices(WORDS, k=24)) for _ in range(60)) + "\n"
-        for n in range(8)
+        for n in range(10)
     }
     return testing.write_workspace(tmp_path / "workspace", files)
 
@@ -93,3 +93,17 @@ def test_ann_scores_are_exact_and_new_rows_are_found_before_the_fold(tmp_path: P
         stats = ann.status(deep=True).backends[0].details["indexes"]["vector_idx"]
         assert stats["unindexed_rows"] == 1
         assert top(ann, "kiln celadon glaze firing") == ("memory/new.md", 1.0)
+
+
+def test_auto_builds_no_ann_index_while_the_vectors_fit_memory(tmp_path: Path) -> None:
+    # ~600 chunks of 384 dims: ~1.3 MB in memory, inside 512 MB and outside 1 MB.
+    workspace(tmp_path)
+    with router(tmp_path, vector_search="auto") as fits:
+        fits.sync()
+        assert fits.status().backends[0].chunks > 2**20 // (384 * 4 + 600)
+        assert fits.backend("lancedb").optimize()["ann_built"] is False  # type: ignore[attr-defined]
+        assert vector_index(fits) is None
+        assert "in memory" in fits.status(deep=True).backends[0].details["search_path"]
+    with router(tmp_path, vector_search="auto", memory_budget_mb=1) as beyond:
+        assert beyond.backend("lancedb").optimize()["ann_built"] is True  # type: ignore[attr-defined]
+        assert vector_index(beyond) is not None

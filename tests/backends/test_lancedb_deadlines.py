@@ -8,6 +8,7 @@ answering (``FaultyProxy``), files on disk, and the CLI.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -28,8 +29,8 @@ from s3_helpers.moto_server import BUCKET, S3Server
 FILES = {"MEMORY.md": "# Memory\n\nThe garden gate code is 4417; the shed key hangs inside.\n"}
 # One object-store call may take connect + request timeout; LanceDB alone would retry an
 # unanswered request about eight times over.
-TIMEOUTS = {"connect_timeout_s": 1.0, "request_timeout_s": 3.0, "max_retries": 0}
-CALL_S = 4.0
+TIMEOUTS = {"connect_timeout_s": 1.0, "request_timeout_s": 5.0, "max_retries": 0}
+CALL_S = 6.0
 UNREACHABLE = "the object store cannot be reached"
 
 
@@ -143,7 +144,14 @@ def error_and_hint(result: Result) -> tuple[str, str]:
 @pytest.mark.usefixtures("hashing")
 def test_damaged_local_table_says_what_to_do_and_reset_heals_it(tmp_path: Path) -> None:
     config = write_config(tmp_path, 'uri = "lance"\n')
+    assert cli(config, "store", "Prefers the blue mug", "--category", "preference").exit_code == 0
     assert cli(config, "index").exit_code == 0
+    status = json.loads(cli(config, "status", "--deep", "--json").output)
+    details = status["backends"][0]["details"]
+    assert details["uri"] == str(tmp_path / "lance")
+    assert details["indexes"]["text_idx"] == {"type": "FTS", "indexed_rows": 2, "unindexed_rows": 0}
+    assert details["entries_indexes"]["text_idx"]["indexed_rows"] == 1
+    assert details["last_optimize"] == "never"
     versions = tmp_path / "lance" / "meta.lance" / "_versions"
     newest = min(versions.glob("*.manifest"))  # Lance numbers versions downwards
     newest.write_bytes(newest.read_bytes()[:10])  # a half-written manifest
@@ -232,3 +240,23 @@ def test_an_abandoned_call_never_holds_the_command_at_exit(tmp_path: Path) -> No
         assert UNREACHABLE in done.stdout
     finally:
         proxy.stop()
+
+
+def test_a_store_that_stops_answering_during_index_fails_it_within_two_deadlines(
+    tmp_path: Path, s3_server: S3Server, proxy: FaultyProxy
+) -> None:
+    settings = {
+        "uri": f"s3://{BUCKET}/deadlines/{uuid.uuid4().hex}",
+        "storage_options": s3_server.options(endpoint=proxy.endpoint),
+        **TIMEOUTS,
+    }
+
+    def hang_once_started(*, done: int, total: int, label: str) -> None:
+        proxy.hang()  # after the live state was read, before the first write
+
+    with chained_router(tmp_path, settings) as router:
+        started = time.monotonic()
+        report = router.sync(backends=["lancedb"], progress=hang_once_started)[0]
+        assert time.monotonic() - started < 3 * CALL_S
+        assert UNREACHABLE in report.errors[0]
+        assert report.hint
