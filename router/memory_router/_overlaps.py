@@ -63,43 +63,57 @@ def note_shown(hit: Hit, first: int, snippet: str, shown: Shown) -> None:
 class Passage:
     """Hits of one file whose line ranges touch, shown as one hit.
 
-    ``parts`` are ``(hit, snippet)`` pairs as shaped, best first: the first gives the
-    passage's score, explanation and rank; the range covers all parts and the snippets are
-    joined in line order. ``offset`` is how many characters of snippets came before its
-    first part, in rank order, before any merging.
+    ``parts`` are ``(hit, snippet, shows)`` triples as shaped, best first: the first gives
+    the passage's score, explanation and rank; the range covers all parts and the snippets
+    are joined in the order of the lines they show (``shows``, see :func:`shown_span`).
+    ``offset`` is how many characters of snippets came before its first part, in rank
+    order, before any merging.
     """
 
-    parts: list[tuple[Hit, str]]
+    parts: list[tuple[Hit, str, tuple[int, int]]]
     offset: int = 0
 
-    def touches(self, hit: Hit) -> bool:
-        """Whether ``hit`` is in the same file and its lines overlap or adjoin the passage's
-        (hits of journal entries are never merged: each is its own entry)."""
+    def touches(self, hit: Hit, shows: tuple[int, int]) -> bool:
+        """Whether ``hit`` is in the same file, its lines overlap or adjoin the passage's,
+        and the lines it shows (``shows``) are none the passage shows: joining never shows
+        a line twice (hits of journal entries are never merged: each is its own entry)."""
         head = self.parts[0][0]
         if hit.entry is not None or head.entry is not None:
             return False
         if (hit.source, hit.path) != (head.source, head.path):
             return False
-        low = min(h.start_line for h, _ in self.parts)
-        high = max(h.end_line for h, _ in self.parts)
+        if any(shows[0] <= high and shows[1] >= low for _, _, (low, high) in self.parts):
+            return False
+        low = min(h.start_line for h, _, _ in self.parts)
+        high = max(h.end_line for h, _, _ in self.parts)
         return hit.start_line <= high + 1 and hit.end_line >= low - 1
 
     def hit(self) -> Hit:
-        head, snippet = self.parts[0]
+        head, snippet, _ = self.parts[0]
         if len(self.parts) == 1:
             return dataclasses.replace(head, snippet=snippet)
-        ordered = sorted(self.parts, key=lambda part: part[0].start_line)
+        ordered = sorted(self.parts, key=lambda part: part[2])
         explain = head.explain
         if explain is not None:
-            ranges = tuple(f"{h.start_line}-{h.end_line}" for h, _ in self.parts[1:])
+            ranges = tuple(f"{h.start_line}-{h.end_line}" for h, _, _ in self.parts[1:])
             explain = dataclasses.replace(explain, merged=ranges)
         return dataclasses.replace(
             head,
-            start_line=min(h.start_line for h, _ in self.parts),
-            end_line=max(h.end_line for h, _ in self.parts),
-            snippet=_joined(ordered),
+            start_line=min(h.start_line for h, _, _ in self.parts),
+            end_line=max(h.end_line for h, _, _ in self.parts),
+            snippet=_joined([(h, shown) for h, shown, _ in ordered]),
             explain=explain,
         )
+
+
+def shown_span(hit: Hit, first: int, snippet: str) -> tuple[int, int]:
+    """The first and last line numbers ``snippet`` (from line index ``first`` of the hit's
+    text) shows, in part or whole; the hit's whole range when its text does not have one
+    line per line of it (a cut long line: which lines show is unknown)."""
+    if hit.snippet.count("\n") != hit.end_line - hit.start_line:
+        return hit.start_line, hit.end_line
+    low = hit.start_line + first
+    return low, low + snippet.count("\n")
 
 
 GAP = "…"
@@ -119,17 +133,22 @@ def _joined(parts: list[tuple[Hit, str]]) -> str:
     return "\n".join(out)
 
 
-def gather(passages: list[Passage], hit: Hit, snippet: str, *, offset: int, reading: int) -> None:
-    """Add a shaped hit, whose snippet starts ``offset`` characters into the answer.
+def gather(
+    passages: list[Passage], hit: Hit, first: int, snippet: str, *, offset: int, reading: int
+) -> None:
+    """Add a shaped hit, whose snippet (from line index ``first`` of its text) starts
+    ``offset`` characters into the answer.
 
     It joins the first passage it touches unless that would move text into the first
     ``reading`` characters: two hits inside them are grouped, two past them merged, a hit
     past them never pulled up into them. So what an agent reads first is exactly the text
     it read without merging. ``reading = 0`` never merges.
     """
-    target = next((p for p in passages if p.touches(hit)), None) if reading > 0 else None
+    shows = shown_span(hit, first, snippet)
+    touched = (p for p in passages if p.touches(hit, shows))
+    target = next(touched, None) if reading > 0 else None
     inside = offset + len(snippet) <= reading
     if target is not None and (inside or target.offset >= reading):
-        target.parts.append((hit, snippet))
+        target.parts.append((hit, snippet, shows))
     else:
-        passages.append(Passage([(hit, snippet)], offset))
+        passages.append(Passage([(hit, snippet, shows)], offset))

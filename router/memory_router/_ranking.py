@@ -279,7 +279,7 @@ def shape_all(
         hit = trim_hit(found, shown)
         first, snippet = window(hit.snippet, request.query, q.max_snippet_chars)
         note_shown(hit, first, snippet, shown)
-        gather(passages, hit, snippet, offset=used, reading=q.merge_reading_chars)
+        gather(passages, hit, first, snippet, offset=used, reading=q.merge_reading_chars)
         used += len(snippet)
         taken += 1
     beyond = f"beyond max_results = {request.max_results}"

@@ -274,6 +274,26 @@ def test_a_merged_passage_marks_the_lines_it_does_not_show(tmp_path: Path) -> No
     assert lines[4] == TURNS[5]
 
 
+def test_a_hit_whose_lines_a_better_one_showed_is_not_merged_into_it(tmp_path: Path) -> None:
+    # Merging these would repeat lines 3-4 after line 6, as if they came next in the file.
+    config = load_config(None, environ={}, overrides={"workspace": str(tmp_path)})
+    outer = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:6])
+    inner = _lines_hit("memory/a.md", 0.8, 3, TURNS[2:4])
+    out = shape(BackendResult(hits=(outer, inner), mode="keyword"), request(min_score=0.0), config)
+    assert [(h.start_line, h.end_line) for h in out] == [(1, 6), (3, 4)]
+    assert out[0].snippet.split("\n\nSource:")[0].split("\n") == TURNS[0:6]
+
+
+def test_two_pieces_of_one_long_line_are_not_merged_out_of_order(tmp_path: Path) -> None:
+    # A line longer than a chunk is split: both pieces' range is that one line.
+    overrides = {"workspace": str(tmp_path), "citations": "off"}
+    config = load_config(None, environ={}, overrides=overrides)
+    tail = _lines_hit("memory/a.md", 0.9, 5, ["and the tail of the long line"])
+    head = _lines_hit("memory/a.md", 0.8, 5, ["the head of a long line"])
+    out = shape(BackendResult(hits=(tail, head), mode="keyword"), request(min_score=0.0), config)
+    assert [h.snippet for h in out] == [tail.snippet, head.snippet]
+
+
 def test_lines_a_better_hit_did_not_show_are_kept(tmp_path: Path) -> None:
     # The better hit's snippet is cut to its first lines, so line 5 was never shown.
     overrides = {
