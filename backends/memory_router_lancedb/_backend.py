@@ -133,21 +133,34 @@ class LanceBackend(Backend):
         pointer = self._pointer()
         if pointer is None:
             return BackendResult(hits=(), mode="hybrid", notes=("the store is not built yet",))
-        return self.store.guard("search", lambda: self._search(pointer, request))  # type: ignore[no-any-return]
+        # Embedding is no object-store call: a slow provider must not use up the store's
+        # deadline, nor mark a store that answers as unreachable.
+        query_vector, note = self._embedded(pointer, request.query)
+        return self.store.guard(  # type: ignore[no-any-return]
+            "search", lambda: self._search(pointer, request, query_vector, note)
+        )
 
-    def _search(self, pointer: Pointer, request: SearchRequest) -> BackendResult:
+    def _embedded(self, pointer: Pointer, query: str) -> tuple[Any, tuple[str, ...]]:
+        """The query's vector (``None`` without one) and a note when embedding failed."""
+        embedder = self.context.embedder
+        if embedder is None or pointer.dims is None:
+            return None, ()
+        try:
+            return embedder.embed_query(query), ()
+        except EmbeddingError as error:
+            return None, (f"query embedding failed, keyword-only answer: {error.message}",)
+
+    def _search(
+        self,
+        pointer: Pointer,
+        request: SearchRequest,
+        query_vector: Any,
+        note: tuple[str, ...],
+    ) -> BackendResult:
         tables = self.store.tables(pointer.generation)
         scope = _search.scope(tables, request.sources, request.category)
         if scope is None:
             return self._result(tables, [], mode="hybrid", relaxed=None)
-        embedder = self.context.embedder
-        note: tuple[str, ...] = ()
-        query_vector = None
-        if embedder is not None and pointer.dims is not None:
-            try:
-                query_vector = embedder.embed_query(request.query)
-            except EmbeddingError as error:
-                note = (f"query embedding failed, keyword-only answer: {error.message}",)
         has_fts = _housekeeping.has_fts(scope.table)
         if has_fts:
             self._fts.ensure(scope.table)
