@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sweep import parts
 
 from memory_router import (
     BackendResult,
@@ -60,13 +61,12 @@ from memory_router import (
     query_keywords,
 )
 from memory_router._bench import Variant, score_query, variant_config, write_group
-from memory_router._bench_data import BenchSet, Group, Query, load_beir, load_locomo
+from memory_router._bench_data import Group, Query
 from memory_router._calibration import vector_scale
 from memory_router._fusion import max_scaled
 from memory_router._ranking import shape_all
 from memory_router_sqlite import _search
 
-LOCOMO = Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo10.json"
 POOL = 80  # the default candidate pool: 20 results × candidate_multiplier 4
 VECTOR_WEIGHT, TEXT_WEIGHT = 0.4, 0.6
 _WORD = re.compile(r"[a-z]{3,}")
@@ -325,17 +325,6 @@ def _legs(router: Router, group: Group, chunks: list[Chunk], ideas: set[str]) ->
     return legs
 
 
-def _parts(beir: Path | None) -> list[tuple[str, BenchSet]]:
-    locomo = load_locomo(LOCOMO)
-    parts = [
-        ("A", dataclasses.replace(locomo, groups=locomo.groups[:5])),
-        ("B", dataclasses.replace(locomo, groups=locomo.groups[5:])),
-    ]
-    if beir is not None:
-        parts.append(("beir", load_beir(beir)))
-    return parts
-
-
 def _summary(label: str, part: str, rows: Sequence[tuple[str, dict[str, float]]]) -> str:
     def mean(metric: str, subset: Sequence[tuple[str, dict[str, float]]]) -> float:
         return statistics.fmean(r[metric] for _, r in subset)
@@ -369,7 +358,7 @@ def main() -> None:
     )
     scored: dict[str, Scored] = {}
     with tempfile.TemporaryDirectory(prefix="memory-router-ideas-") as tmp:
-        for part, dataset in _parts(args.data_beir):
+        for part, dataset in parts(args.data_beir):
             for group in dataset.groups:
                 name = "".join(ch if ch.isalnum() else "-" for ch in group.name)
                 workspace = Path(tmp) / "ws" / f"{part}-{name}"

@@ -83,7 +83,8 @@ SETS: dict[str, list[tuple[str, str, dict[str, Any]]]] = {
 }
 
 
-def _parts(beir: Path | None) -> list[tuple[str, BenchSet]]:
+def parts(beir: Path | None) -> list[tuple[str, BenchSet]]:
+    """The bench sets as scored: LoCoMo's two halves (A, B), and the BEIR set if given."""
     locomo = load_locomo(LOCOMO)
     parts = [
         ("A", dataclasses.replace(locomo, groups=locomo.groups[:5])),
@@ -121,7 +122,7 @@ def main() -> None:
     wanted = set(args.parts.split(","))
     base = _merge({"embedding": {"provider": args.provider}}, args.override)
     out: list[dict[str, Any]] = []
-    for part, dataset in _parts(args.data_beir):
+    for part, dataset in parts(args.data_beir):
         if part not in wanted:
             continue
         for label, mode, overrides in SETS[args.set]:
