@@ -82,7 +82,7 @@ class Passage:
             return False
         if (hit.source, hit.path) != (head.source, head.path):
             return False
-        if any(shows[0] <= high and shows[1] >= low for _, _, (low, high) in self.parts):
+        if any(max(shows[0], low) <= min(shows[1], high) for _, _, (low, high) in self.parts):
             return False
         low = min(h.start_line for h, _, _ in self.parts)
         high = max(h.end_line for h, _, _ in self.parts)
@@ -108,12 +108,19 @@ class Passage:
 
 def shown_span(hit: Hit, first: int, snippet: str) -> tuple[int, int]:
     """The first and last line numbers ``snippet`` (from line index ``first`` of the hit's
-    text) shows, in part or whole; the hit's whole range when its text does not have one
-    line per line of it (a cut long line: which lines show is unknown)."""
-    if hit.snippet.count("\n") != hit.end_line - hit.start_line:
+    text) shows whole (``last < first`` when none); the hit's whole range when its text
+    does not have one line per line of it (a cut long line: which lines show is unknown).
+
+    A last line cut by the snippet window does not count: the hit below that shows it
+    whole may join, after a :data:`GAP` line."""
+    lines = hit.snippet.split("\n")
+    if len(lines) != hit.end_line - hit.start_line + 1:
         return hit.start_line, hit.end_line
+    pieces = snippet.split("\n")
+    last = first + len(pieces) - 1
+    cut = last >= len(lines) or pieces[-1] != lines[last]
     low = hit.start_line + first
-    return low, low + snippet.count("\n")
+    return low, low + len(pieces) - 1 - cut
 
 
 GAP = "…"

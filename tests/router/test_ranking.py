@@ -294,6 +294,21 @@ def test_two_pieces_of_one_long_line_are_not_merged_out_of_order(tmp_path: Path)
     assert [h.snippet for h in out] == [tail.snippet, head.snippet]
 
 
+def test_the_next_chunk_joins_a_passage_whose_last_line_the_window_cut(tmp_path: Path) -> None:
+    # Line 5 is in both chunks (overlap); the upper snippet shows only its head.
+    overrides = {"workspace": str(tmp_path), "citations": "off"}
+    overrides["query"] = {"max_snippet_chars": len("\n".join(TURNS[0:4])) + 20}
+    config = load_config(None, environ={}, overrides=overrides)
+    upper = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:5])
+    lower = _lines_hit("memory/a.md", 0.8, 5, TURNS[4:8])
+    out = shape(BackendResult(hits=(upper, lower), mode="keyword"), request(min_score=0.0), config)
+    assert [(h.start_line, h.end_line) for h in out] == [(1, 8)]
+    lines = out[0].snippet.split("\n")
+    assert lines[:4] == TURNS[0:4]
+    assert TURNS[4].startswith(lines[4])
+    assert lines[5:] == ["…", *TURNS[4:8]]
+
+
 def test_lines_a_better_hit_did_not_show_are_kept(tmp_path: Path) -> None:
     # The better hit's snippet is cut to its first lines, so line 5 was never shown.
     overrides = {
