@@ -229,6 +229,9 @@ def _deep(store: LanceStore, tables: Tables, dims: int | None) -> dict[str, Any]
     for kind in KINDS:
         table = getattr(tables, kind)
         rows[kind] = {"rows": table.count_rows(), "version": table.version}
+        # A counted filter reads every fragment: a missing or cut data file fails here
+        # (and the status with it), not only the next search that meets it.
+        table.count_rows(f"length({table.schema.names[0]}) >= 0")
     indexes = _index_state(tables.chunks)
     vector = _vector_path(store, VECTOR_INDEX in indexes, dims)
     return {

@@ -14,6 +14,7 @@ places merging frees go to the next distinct hits.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Set
 from dataclasses import dataclass
 
@@ -88,12 +89,34 @@ class Passage:
         if len(self.parts) == 1:
             return dataclasses.replace(head, snippet=snippet)
         ordered = sorted(self.parts, key=lambda part: part[0].start_line)
+        explain = head.explain
+        if explain is not None:
+            ranges = tuple(f"{h.start_line}-{h.end_line}" for h, _ in self.parts[1:])
+            explain = dataclasses.replace(explain, merged=ranges)
         return dataclasses.replace(
             head,
             start_line=min(h.start_line for h, _ in self.parts),
             end_line=max(h.end_line for h, _ in self.parts),
-            snippet="\n".join(s for _, s in ordered),
+            snippet=_joined(ordered),
+            explain=explain,
         )
+
+
+GAP = "…"
+"""The line between two parts of a passage when text between them is not shown."""
+
+
+def _joined(parts: list[tuple[Hit, str]]) -> str:
+    """Snippets in line order; a :data:`GAP` line where one ends before its hit's text does
+    or the next starts after its hit's first line (so no left-out line looks shown)."""
+    out = [parts[0][1]]
+    for (before, shown_before), (after, shown_after) in itertools.pairwise(parts):
+        cut = not before.snippet.endswith(shown_before)
+        skipped = not after.snippet.startswith(shown_after)
+        if cut or skipped:
+            out.append(GAP)
+        out.append(shown_after)
+    return "\n".join(out)
 
 
 def gather(passages: list[Passage], hit: Hit, snippet: str, *, offset: int, reading: int) -> None:

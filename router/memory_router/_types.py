@@ -134,7 +134,8 @@ class Explain(_ToDict):
     factor and ``importance`` an entry's weight (importance × recency); both are 1 when
     they do not apply. ``mmr_penalty`` is the ``(1 − λ) × similarity`` MMR charged when it
     picked the hit (it reorders, it does not rescale); ``dropped`` says why a candidate
-    is not in the answer.
+    is not in the answer; ``merged`` lists the line ranges (``start-end``) of lower hits
+    of the same file whose lines touch this one's and that were shown as part of it.
     """
 
     relevance: float
@@ -148,6 +149,7 @@ class Explain(_ToDict):
     importance: float = 1.0
     mmr_penalty: float = 0.0
     dropped: str | None = None
+    merged: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

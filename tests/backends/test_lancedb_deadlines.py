@@ -260,3 +260,23 @@ def test_a_store_that_stops_answering_during_index_fails_it_within_two_deadlines
         assert time.monotonic() - started < 3 * CALL_S
         assert UNREACHABLE in report.errors[0]
         assert report.hint
+
+
+@pytest.mark.usefixtures("hashing")
+def test_doctor_finds_a_missing_data_file_and_says_reset(tmp_path: Path) -> None:
+    config = write_config(tmp_path, 'uri = "lance"\n')
+    assert cli(config, "index").exit_code == 0
+    assert "✓ backend lancedb" in cli(config, "doctor").output
+    data = next((tmp_path / "lance").glob("chunks_g*.lance/data/*.lance"))
+    data.unlink()  # the manifest still counts its rows
+
+    doctor = cli(config, "doctor")
+    assert doctor.exit_code == 1
+    assert "✗ backend lancedb: lancedb status failed at" in doctor.output
+    assert "a table is missing or damaged" in doctor.output
+    assert (
+        "fix: rebuild it from the Markdown: memory-router reset --backend lancedb" in doctor.output
+    )
+    assert cli(config, "reset", "--backend", "lancedb", "--yes").exit_code == 0
+    assert cli(config, "index").exit_code == 0
+    assert "✓ backend lancedb" in cli(config, "doctor").output

@@ -225,6 +225,11 @@ def test_touching_hits_of_a_file_are_one_passage_and_free_a_place(tmp_path: Path
     assert out[0].citation == "memory/a.md#L1-L8"
     body = out[0].snippet.split("\n\nSource:")[0]
     assert body.split("\n") == TURNS[0:8]  # each line once, in line order
+    explained = shape(result, request(min_score=0.0, max_results=3), config, explain=True)
+    assert explained[0].explain is not None
+    assert explained[0].explain.merged == ("6-8",)
+    assert explained[1].explain is not None
+    assert explained[1].explain.merged == ()
 
 
 def test_a_neighbour_past_merge_reading_chars_stays_a_hit_of_its_own(tmp_path: Path) -> None:
@@ -251,6 +256,22 @@ def test_touching_hits_past_the_reading_budget_are_merged(tmp_path: Path) -> Non
         ("memory/a.md", 1, 8),
     ]
     assert out[1].snippet.split("\n") == TURNS[0:8]
+
+
+def test_a_merged_passage_marks_the_lines_it_does_not_show(tmp_path: Path) -> None:
+    # Each snippet is cut at 120 characters: the lines between the parts are left out.
+    overrides = {"workspace": str(tmp_path), "citations": "off"}
+    overrides["query"] = {"max_snippet_chars": 120}
+    config = load_config(None, environ={}, overrides=overrides)
+    upper = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:5])
+    lower = _lines_hit("memory/a.md", 0.8, 6, TURNS[5:9])
+    out = shape(BackendResult(hits=(upper, lower), mode="keyword"), request(min_score=0.0), config)
+    assert [(h.start_line, h.end_line) for h in out] == [(1, 9)]
+    lines = out[0].snippet.split("\n")
+    assert lines[:2] == TURNS[0:2]
+    assert TURNS[2].startswith(lines[2])  # line 3, cut at 120 characters
+    assert lines[3] == "…"  # lines 3-5 are not all shown
+    assert lines[4] == TURNS[5]
 
 
 def test_lines_a_better_hit_did_not_show_are_kept(tmp_path: Path) -> None:

@@ -28,6 +28,8 @@ def factors(explain: Explain) -> str:
         line += f"  [vector {_side(explain.vector_score)}, text {_side(explain.text_score)}]"
     if explain.mmr_penalty:
         line += f"  MMR penalty {explain.mmr_penalty:.3f}"
+    if explain.merged:
+        line += f"  merged with lines {', '.join(explain.merged)}"
     return line
 
 
