@@ -11,7 +11,9 @@ LanceDB's read consistency lets the version through. A new version is read
 incrementally: a row id names an immutable row of a data file, so the rows whose ids
 are still live are kept, and only new ids are taken from the store (at 100k chunks a
 listing of ~0.4 MB instead of ~180 MB); when most ids are new (a compaction rewrote the
-files) everything is read again.
+files) everything is read again. (This relies on LanceDB's default row ids, which are row
+addresses: a table created with stable row ids — the ``new_table_enable_stable_row_ids``
+storage option — keeps an id across an update, and would need ``vector_search = "lance"``.)
 """
 
 from __future__ import annotations

@@ -14,25 +14,27 @@ request while the index is unchanged, a full load after it changed.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
 
 class FtsWarmth:
-    """Which table version's FTS index this process last loaded, per table handle."""
+    """Which table version's FTS index this process last loaded, per table handle (held
+    weakly: a handle dropped with its generation leaves no entry a new one could reuse)."""
 
     def __init__(self, index: str) -> None:
         self.index = index
         self._lock = threading.Lock()
-        self._warm: dict[int, int] = {}
+        self._warm: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
     def ensure(self, table: Any) -> None:
         """Load ``table``'s FTS index into the cache unless done at its current version."""
         version = int(table.version)
-        if self._warm.get(id(table)) == version:
+        if self._warm.get(table) == version:
             return
         with self._lock:
-            if self._warm.get(id(table)) == version:
+            if self._warm.get(table) == version:
                 return
             if self.index in {i.name for i in table.list_indices()}:  # from the manifest
                 table.prewarm_index(self.index)
-            self._warm[id(table)] = version
+            self._warm[table] = version

