@@ -4,13 +4,16 @@
 an access key allowed everything and a bucket, checks that the server enforces
 conditional PUTs (Lance needs ``If-None-Match`` for safe concurrent commits), and returns
 the endpoint and keys. Requests signed with other keys are refused (wrong credentials).
+The server dies with the process that started it (Linux parent-death signal).
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -59,6 +62,12 @@ def free_port() -> int:
         return port
 
 
+def die_with_parent() -> None:  # runs in the child between fork and exec
+    """Linux parent-death signal: the server ends with the test process that started it,
+    even when that one is killed (no fixture teardown runs then)."""
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def _wait_for(port: int, process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -94,6 +103,7 @@ def start_moto() -> S3Server:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
+        preexec_fn=die_with_parent if sys.platform == "linux" else None,
     )
     endpoint = f"http://127.0.0.1:{port}"
     try:

@@ -15,12 +15,10 @@ removes its folder.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import random
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -29,7 +27,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from s3_helpers.moto_server import BUCKET, S3Server, _check_conditional_put, _client
+from s3_helpers.moto_server import (
+    BUCKET,
+    S3Server,
+    _check_conditional_put,
+    _client,
+    die_with_parent,
+)
 
 GRPC_OFFSET = 10_000  # weed's gRPC port of a component is its HTTP port + 10000
 COMPONENTS = ("master", "volume", "filer", "s3", "admin")
@@ -58,10 +62,6 @@ def _port_pairs(count: int) -> list[int]:
         if port not in found and _free(port) and _free(port + GRPC_OFFSET):
             found.append(port)
     return found
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def start_seaweedfs(timeout: float = 60.0) -> S3Server:
@@ -102,7 +102,7 @@ def start_seaweedfs(timeout: float = 60.0) -> S3Server:
         stdin=subprocess.DEVNULL,
         env=env,
         cwd=workdir,
-        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        preexec_fn=die_with_parent if sys.platform == "linux" else None,
     )
     log.close()
     endpoint = f"http://127.0.0.1:{ports['s3']}"
