@@ -248,7 +248,7 @@ class Embedder:
             from ._types import Fallback
 
             self.fallback_event = Fallback(
-                from_=failed.id, reason=error.message, at=datetime.now(UTC)
+                from_=failed.id, reason=error.message, at=datetime.now(UTC), hint=error.hint
             )
             failed.close()
             return True

@@ -154,7 +154,13 @@ def _fallback(raw: object) -> Fallback | None:
     at = _time(raw.get("at"))
     if at is None:
         return None
-    return Fallback(from_=str(raw.get("from")), reason=str(raw.get("reason")), at=at)
+    hint = raw.get("hint")
+    return Fallback(
+        from_=str(raw.get("from")),
+        reason=str(raw.get("reason")),
+        at=at,
+        hint=hint if isinstance(hint, str) else None,
+    )
 
 
 def seen_breakers(

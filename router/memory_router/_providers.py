@@ -132,7 +132,9 @@ def choose_provider(specs: Mapping[str, ProviderSpec], context: ProviderContext)
         return ProviderChoice(
             provider=provider,
             requested=requested,
-            fallback=Fallback(from_=requested, reason=error.message, at=datetime.now(UTC)),
+            fallback=Fallback(
+                from_=requested, reason=error.message, at=datetime.now(UTC), hint=error.hint
+            ),
         )
 
 

@@ -88,7 +88,9 @@ class Reconciler:
         # again on the next search (not a failure of the backend).
         if not last and not isinstance(error, IndexBusy):
             kind = type(error) if isinstance(error, BackendError) else BackendError
-            raise kind(f"index sync failed: {error.message}", backend=name) from error
+            raise kind(
+                f"index sync failed: {error.message}", backend=name, hint=error.hint
+            ) from error
         return (f"index not brought up to date ({name}): {error.message}",)
 
     def _due_job(self, name: str, new_session: bool) -> SyncJob | None:

@@ -411,7 +411,7 @@ class Router:
         if not isinstance(error, CircuitOpen):
             severe = isinstance(error, BackendUnavailable | BackendTimeout)
             self._breakers[name].failure(error.message, severe=severe)
-        event = Fallback(from_=name, reason=error.message, at=datetime.now(UTC))
+        event = Fallback(from_=name, reason=error.message, at=datetime.now(UTC), hint=error.hint)
         self.last_fallback = event
         return event
 

@@ -231,11 +231,13 @@ class BackendResult(_ToDict):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fallback(_ToDict):
-    """Why a backend (or embedding provider) did not answer and another one did."""
+    """Why a backend (or embedding provider) did not answer and another one did;
+    ``hint`` is the failure's own advice on what to do about it, when it has one."""
 
     from_: str
     reason: str
     at: datetime
+    hint: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

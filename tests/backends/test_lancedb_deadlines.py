@@ -212,6 +212,13 @@ def test_missing_bucket_is_an_error_with_a_hint(tmp_path: Path, s3_server: S3Ser
     assert hint == "Hint: create the bucket, or fix the bucket in [backends.lancedb] uri"
     doctor = cli(config, "doctor")
     assert "fix: create the bucket" in doctor.output
+    searched = cli(config, "search", "garden gate code")
+    assert searched.exit_code == 0, searched.output
+    assert "Answered by sqlite" in searched.output
+    assert "Fallback: lancedb failed: " in searched.output
+    assert "  Hint: create the bucket, or fix the bucket in [backends.lancedb] uri" in (
+        searched.output
+    )
 
 
 def test_an_abandoned_call_never_holds_the_command_at_exit(tmp_path: Path) -> None:

@@ -91,6 +91,8 @@ def _embedding_lines(info: Mapping[str, Any]) -> Iterator[str]:
     fallback = info.get("fallback")
     if isinstance(fallback, Mapping):
         yield f"  Fallback: from {fallback.get('from')}: {fallback.get('reason')}"
+        if fallback.get("hint"):
+            yield f"    Hint: {fallback['hint']}"
     if info.get("cache_entries") is not None:
         yield f"  Cache: {info['cache_entries']} entries"
     if info.get("probe") == "ok":

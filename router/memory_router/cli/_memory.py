@@ -209,9 +209,13 @@ def print_response(response: dict[str, Any]) -> None:
     if response["fallback"] is not None:
         event = response["fallback"]
         click.echo(f"Fallback: {event['from']} failed: {event['reason']}")
+        if event.get("hint"):
+            click.echo(f"  Hint: {event['hint']}")
     if response["provider_fallback"] is not None:
         event = response["provider_fallback"]
         click.echo(f"Embedding fallback: {event['from']} failed: {event['reason']}")
+        if event.get("hint"):
+            click.echo(f"  Hint: {event['hint']}")
 
 
 @click.command()
