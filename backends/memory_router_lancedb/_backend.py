@@ -33,7 +33,7 @@ from memory_router import (
 )
 
 from . import _housekeeping, _recall, _search, _transfer, _vectors
-from ._lance import Legs
+from ._lance import on_thread
 from ._search import Row, Scope
 from ._settings import LanceSettings, is_remote, mask_uri
 from ._staging import LanceStaging
@@ -54,8 +54,6 @@ class LanceBackend(Backend):
             Path(uri).mkdir(parents=True, exist_ok=True)
         self.store = LanceStore(self.settings, uri, name=self.name, shown_uri=mask_uri(uri))
         self.journal = Path(context.config.entries.path).as_posix()
-        # The keyword leg runs beside the vector leg (LanceDB releases the GIL).
-        self._legs = Legs()
         self._vectors = VectorCache()
         self._fts = FtsWarmth(_housekeeping.FTS_INDEX)
 
@@ -171,8 +169,8 @@ class LanceBackend(Backend):
         loaded = self._loaded_vectors(tables) if scope.chunks else None
         keyword_leg: Future[dict[str, Row]] | None = None
         hybrid = self.context.config.query.hybrid
-        if hybrid.enabled and has_fts:
-            keyword_leg = self._legs.submit(self._keyword, scope, request, loaded)
+        if hybrid.enabled and has_fts:  # beside the vector leg (LanceDB releases the GIL)
+            keyword_leg = on_thread(self._keyword, scope, request, loaded)
         vector = self._vector_rows(scope, loaded, query_vector, request)
         if keyword_leg is None:
             hits = [self._hit(r, vector_score=r.score) for r in vector.values()]
@@ -283,7 +281,6 @@ class LanceBackend(Backend):
             )
 
     def close(self) -> None:
-        self._legs.shutdown(wait=True)
         self.store.close()
 
     def reset(self) -> list[str]:

@@ -34,6 +34,10 @@ _RETRYABLE = re.compile(
     re.IGNORECASE,
 )
 _UNREACHABLE = "the object store cannot be reached"
+_UNREACHABLE_HINT = (
+    "check that the object store is running and [backends.lancedb] storage_options"
+    " endpoint; `memory-router doctor` checks again"
+)
 _DAMAGED = "a table is missing or damaged"
 _CAUSES = (
     (
@@ -57,8 +61,7 @@ _CAUSES = (
             re.IGNORECASE,
         ),
         _UNREACHABLE,
-        "check that the object store is running and [backends.lancedb] storage_options"
-        " endpoint; `memory-router doctor` checks again",
+        _UNREACHABLE_HINT,
     ),
     (
         re.compile(
@@ -98,7 +101,7 @@ def describe(error: BaseException) -> str:
 def _cause(error: BaseException) -> tuple[str, str | None]:
     text = str(error)
     if isinstance(error, NoAnswer):
-        return f"{_UNREACHABLE} ({text})", _CAUSES[2][2]
+        return f"{_UNREACHABLE} ({text})", _UNREACHABLE_HINT
     for pattern, cause, hint in _CAUSES:
         if pattern.search(text):
             return cause, hint
@@ -134,7 +137,7 @@ def within(action: Callable[[], T], timeout_s: float) -> T:
     and never keeps the process alive. Raises :class:`NoAnswer` past the deadline.
     """
     try:
-        return Legs().submit(action).result(timeout_s)
+        return on_thread(action).result(timeout_s)
     except FutureTimeout:
         _cancel_at_exit()
         raise NoAnswer(f"no answer within {timeout_s:g} s") from None
@@ -172,27 +175,22 @@ def _cancel_in_flight() -> None:
         return
 
 
-class Legs:
-    """``submit`` on a daemon thread of its own: a ``ThreadPoolExecutor``'s workers are
+def on_thread(fn: Callable[..., T], *args: Any) -> Future[T]:
+    """``fn(*args)`` on a daemon thread of its own: a ``ThreadPoolExecutor``'s workers are
     joined when the interpreter exits, so one stuck on an unanswering object store would
     keep the command alive long after it answered."""
+    future: Future[T] = Future()
 
-    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
-        future: Future[T] = Future()
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as error:  # the caller gets it from the future
+            future.set_exception(error)
 
-        def run() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(fn(*args))
-            except BaseException as error:  # the caller gets it from the future
-                future.set_exception(error)
-
-        threading.Thread(target=run, daemon=True, name="lancedb-leg").start()
-        return future
-
-    def shutdown(self, wait: bool = True) -> None:
-        """Nothing to stop: each caller waited for its legs, or gave up on them."""
+    threading.Thread(target=run, daemon=True, name="lancedb-leg").start()
+    return future
 
 
 def retryable(error: BaseException) -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 from memory_router import BackendUnavailable, MemoryRouterError
 
 from . import _schema
-from ._lance import Legs, lancedb, translate, unreachable, with_retries, within
+from ._lance import lancedb, on_thread, translate, unreachable, with_retries, within
 from ._settings import LanceSettings, is_remote
 
 KINDS = ("chunks", "entries", "files")
@@ -98,7 +98,7 @@ class LanceStore:
         store stops answering the probe: LanceDB alone would wait about eight request
         timeouts for each unanswered call of it."""
         self._probe()
-        future = Legs().submit(action)
+        future = on_thread(action)
         while True:
             try:
                 return future.result(self.call_timeout_s)

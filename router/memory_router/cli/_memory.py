@@ -206,16 +206,12 @@ def print_response(response: dict[str, Any]) -> None:
     click.echo(
         f"Answered by {response['backend']} (mode {response['mode']}, embeddings: {provider})."
     )
-    if response["fallback"] is not None:
-        event = response["fallback"]
-        click.echo(f"Fallback: {event['from']} failed: {event['reason']}")
-        if event.get("hint"):
-            click.echo(f"  Hint: {event['hint']}")
-    if response["provider_fallback"] is not None:
-        event = response["provider_fallback"]
-        click.echo(f"Embedding fallback: {event['from']} failed: {event['reason']}")
-        if event.get("hint"):
-            click.echo(f"  Hint: {event['hint']}")
+    for label, key in (("Fallback", "fallback"), ("Embedding fallback", "provider_fallback")):
+        event = response[key]
+        if event is not None:
+            click.echo(f"{label}: {event['from']} failed: {event['reason']}")
+            if event.get("hint"):
+                click.echo(f"  Hint: {event['hint']}")
 
 
 @click.command()
