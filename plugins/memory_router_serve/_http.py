@@ -19,6 +19,7 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -38,6 +39,11 @@ log = logging.getLogger("memory_router.serve")
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 OPEN_PATHS = frozenset({"/health"})
+ROUTES_HINT = (
+    "the routes are POST /search, GET /get, POST /store, POST /recall, POST /forget,"
+    " GET /entries, DELETE /entries/{id}, POST /context, POST /capture, GET /status,"
+    " GET /health, GET /metrics and /mcp (docs/serve.md)"
+)
 SEARCH_FIELDS = {
     "query": "query",
     "maxResults": "max_results",
@@ -64,12 +70,28 @@ def json_response(
     return Response(dumps(value), status, headers=headers, media_type="application/json")
 
 
-def error_response(status: int, message: str, hint: str | None = None) -> Response:
+def error_response(
+    status: int, message: str, hint: str | None = None, headers: Mapping[str, str] | None = None
+) -> Response:
     body: dict[str, Any] = {"error": message}
     if hint:
         body["hint"] = hint
-    extra = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return json_response(body, status, extra)
+    extra = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    return json_response(body, status, {**extra, **(headers or {})})
+
+
+async def http_error(request: Request, error: Exception) -> Response:
+    """Starlette's own errors (no such route 404, wrong method 405) as ``{"error", "hint"}``,
+    like every other error of the API; a 405 keeps its ``Allow`` header."""
+    assert isinstance(error, HTTPException)
+    headers = dict(error.headers or {})
+    where = f"{request.method} {request.url.path}"
+    if error.status_code == 404:
+        return error_response(404, f"no route {where}", ROUTES_HINT, headers)
+    if error.status_code == 405:
+        allowed = headers.get("allow") or headers.get("Allow") or ""
+        return error_response(405, f"{where} is not allowed", f"use {allowed}", headers)
+    return error_response(error.status_code, f"{where}: {error.detail}", None, headers)
 
 
 def status_of(error: MemoryRouterError) -> int:

@@ -66,8 +66,9 @@ def check_bind(config: Config, host: str) -> str | None:
 def build_app(service: Service, host: str, token: str | None) -> Any:
     """The ASGI app: MCP at ``/mcp`` plus the JSON API, wrapped in the :class:`Guard`."""
     from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.exceptions import HTTPException
 
-    from ._http import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Guard, add_routes
+    from ._http import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Guard, add_routes, http_error
     from ._mcp import build_mcp_server
 
     settings = service.router.config.serve
@@ -79,6 +80,7 @@ def build_app(service: Service, host: str, token: str | None) -> Any:
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         host=host,
     )
+    app.add_exception_handler(HTTPException, http_error)  # 404 and 405 as JSON too
     loopback = settings.loopback if host == settings.host else type(settings)(host=host).loopback
     hosts: tuple[str, ...] | None = tuple(settings.allowed_hosts)
     origins = tuple(settings.allowed_origins)

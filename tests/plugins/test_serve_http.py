@@ -117,6 +117,18 @@ def test_bad_requests_get_a_status_and_a_message(
     assert message in response.json()["error"]
 
 
+def test_unknown_routes_and_wrong_methods_answer_json_errors(server: Server) -> None:
+    missing = httpx.get(server.url + "/nope", timeout=30)
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == "application/json"
+    assert missing.json()["error"] == "no route GET /nope"
+    assert "POST /search" in missing.json()["hint"]
+    wrong = httpx.get(server.url + "/search", timeout=30)
+    assert wrong.status_code == 405
+    assert wrong.headers["allow"] == "POST"
+    assert wrong.json() == {"error": "GET /search is not allowed", "hint": "use POST"}
+
+
 def test_hostile_query_gives_valid_utf8_json(server: Server) -> None:
     raw = b'{"query": "tea \\ud800 \\udfff \\u0000 MATCH \\"(*"}'
     response = httpx.post(
