@@ -192,7 +192,12 @@ def doc_path(doc_id: str) -> str:
 
 
 def load_beir(folder: Path, *, split: str = "test") -> BenchSet:
-    """A BEIR-layout folder: one Markdown file per document, one group for all queries."""
+    """A BEIR-layout folder: one Markdown file per document, one group for all queries.
+
+    The dataset is named after the folder, resolved first (``--data .`` is the current
+    folder's name), and its source is the absolute path.
+    """
+    folder = folder.resolve()
     corpus_file, queries_file = folder / "corpus.jsonl", folder / "queries.jsonl"
     qrels_file = folder / "qrels" / f"{split}.tsv"
     files: dict[str, str] = {}
@@ -214,5 +219,6 @@ def load_beir(folder: Path, *, split: str = "test") -> BenchSet:
     if not queries:
         raise InvalidInput(f"{folder}: no query has a judged document in the corpus", key="data")
     digest = file_sha256(corpus_file, queries_file, qrels_file)
-    group = Group(name=folder.name, files=files, units=units, queries=queries)
-    return BenchSet(name=f"beir:{folder.name}", source=str(folder), sha256=digest, groups=(group,))
+    name = folder.name or "beir"  # only the root folder has no name
+    group = Group(name=name, files=files, units=units, queries=queries)
+    return BenchSet(name=f"beir:{name}", source=str(folder), sha256=digest, groups=(group,))

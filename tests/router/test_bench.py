@@ -80,6 +80,21 @@ def test_the_table_names_the_dataset_hash_and_every_metric(tmp_path: Path) -> No
         assert column in result.output
 
 
+def test_the_dataset_is_named_after_its_folder_even_given_as_dot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = write_beir(tmp_path / "fruit")
+    config = tmp_path / "config.toml"
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\n[embedding]\nprovider = "none"\n')
+    monkeypatch.chdir(data)
+    args = ["--config", str(config), "bench", "beir", "--data", ".", "--mode", "keyword"]
+    result = CliRunner().invoke(build_cli(), args)
+    assert result.exit_code == 0, result.output
+    assert f"dataset beir:fruit ({data}) sha256" in result.output
+    as_json = CliRunner().invoke(build_cli(), [*args, "--json"])
+    assert json.loads(as_json.output)["dataset"]["name"] == "beir:fruit"
+
+
 def test_a_malformed_dataset_is_one_clear_error(tmp_path: Path) -> None:
     data = write_beir(tmp_path / "fruit")
     (data / "qrels" / "test.tsv").write_text("q1\td2\tvery\n")
