@@ -24,8 +24,10 @@ import stat
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from ._config import Config
+from ._decoding import Decoded, decode, journal_text
 from ._types import Document
 
 _DATED = re.compile(r"(?:^|/)memory/(?:.*/)?(\d{4})-(\d{2})-(\d{2})(?:-[^/]*)?\.md$")
@@ -168,19 +170,25 @@ def is_memory_path(rel: str) -> bool:
     return normalized.startswith("memory/") and len(normalized) > len("memory/")
 
 
-def _hash_file(path: str) -> tuple[str, os.stat_result] | None:
-    """sha256 of the file's text (UTF-8, bad bytes replaced) and its stat; None if unreadable."""
+def _hash_file(path: str, kind: str) -> tuple[str | None, str | None, os.stat_result] | None:
+    """sha256 of the file's text (see :mod:`._decoding`; ``None`` when it looks binary),
+    the decoder's warning, and its stat; ``None`` if unreadable. The entries journal is
+    the router's own UTF-8 file, read as :mod:`._journal` reads it."""
     try:
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
             data = handle.read()
     except OSError:
         return None
-    text = data.decode("utf-8", errors="replace")
-    return hashlib.sha256(text.encode("utf-8")).hexdigest(), info
+    decoded = decode(data) if kind != "journal" else Decoded(text=journal_text(data), encoding="")
+    if decoded.text is None:
+        return None, decoded.warning, info
+    return hashlib.sha256(decoded.text.encode("utf-8")).hexdigest(), decoded.warning, info
 
 
-def _document(path: str, rel: str, kind: str, known: KnownFiles | None) -> Document | None:
+def _document(
+    path: str, rel: str, kind: str, known: KnownFiles | None, warnings: dict[str, str]
+) -> Document | None:
     previous = known.get(rel) if known is not None else None
     if previous is not None:
         try:
@@ -189,10 +197,15 @@ def _document(path: str, rel: str, kind: str, known: KnownFiles | None) -> Docum
             return None
         if previous[0] == info.st_mtime and previous[1] == info.st_size:
             return _make(path, rel, kind, previous[2], info)
-    hashed = _hash_file(path)
+    hashed = _hash_file(path, kind)
     if hashed is None:
         return None
-    return _make(path, rel, kind, hashed[0], hashed[1])
+    digest, warning, info = hashed
+    if warning:
+        warnings[rel] = warning
+    if digest is None:
+        return None
+    return _make(path, rel, kind, digest, info)
 
 
 def _make(path: str, rel: str, kind: str, digest: str, info: os.stat_result) -> Document:
@@ -207,14 +220,29 @@ def _make(path: str, rel: str, kind: str, digest: str, info: os.stat_result) -> 
     )
 
 
+class Found(NamedTuple):
+    """What :func:`discover` found: the documents, and a warning per file that is not plain
+    UTF-8 (``path -> warning``; a file that looks binary is there and not a document)."""
+
+    documents: list[Document]
+    warnings: dict[str, str]
+
+
 def discover_documents(config: Config, known: KnownFiles | None = None) -> list[Document]:
+    """:func:`discover`'s documents."""
+    return discover(config, known).documents
+
+
+def discover(config: Config, known: KnownFiles | None = None) -> Found:
     """The workspace's memory files as :class:`Document` records, sorted by path.
 
     ``source`` is ``"memory"``; ``kind`` is ``"journal"`` for the entries journal and
     ``"markdown"`` otherwise; ``hash`` is the sha256 of the file's text. Unreadable files
-    are skipped. With ``known`` (``path -> (mtime, size, hash)``, e.g. from a backend's
-    files table) a file whose mtime and size both match keeps its known hash without being
-    read: the fast path for re-syncing a large, mostly unchanged workspace.
+    are skipped, and so are files that look binary (with a warning, as are files read with
+    a fallback encoding: see :mod:`._decoding`). With ``known`` (``path -> (mtime, size,
+    hash)``, e.g. from a backend's files table) a file whose mtime and size both match
+    keeps its known hash without being read: the fast path for re-syncing a large, mostly
+    unchanged workspace.
     """
     workspace = config.workspace_path
     extra = [config.expand(p) for p in config.extra_paths]
@@ -222,11 +250,12 @@ def discover_documents(config: Config, known: KnownFiles | None = None) -> list[
     base = os.path.normpath(workspace)
     journal_rel = relative_path(workspace, journal)
     documents = []
+    warnings: dict[str, str] = {}
     for path in _list_files(workspace, [*extra, journal]):
         rel = _relative_fast(base, path)
         kind = "journal" if rel == journal_rel else "markdown"
-        doc = _document(path, rel, kind, known)
+        doc = _document(path, rel, kind, known, warnings)
         if doc is not None:
             documents.append(doc)
     documents.sort(key=lambda d: d.path)
-    return documents
+    return Found(documents, dict(sorted(warnings.items())))

@@ -13,7 +13,9 @@ A path is readable when all of these hold:
   parent folder without following links (``openat`` with ``O_NOFOLLOW``), so a folder
   swapped for a link while a read runs cannot lead outside the allowed root.
 
-A missing file reads as ``""``. Every refusal is :class:`InvalidInput` with ``key="path"``.
+A missing file reads as ``""``. A file is decoded as indexing decodes it (UTF-8, else a
+fallback; see :mod:`._decoding`); one that looks binary is refused. Every refusal is
+:class:`InvalidInput` with ``key="path"``.
 Session transcripts (``sessions/*.jsonl``) are search results but are not readable here.
 """
 
@@ -25,6 +27,7 @@ import stat
 from pathlib import Path
 
 from ._config import Config
+from ._decoding import decode
 from ._discovery import is_memory_path, relative_path
 from ._exceptions import InvalidInput
 from ._types import FileText
@@ -154,7 +157,14 @@ def _read_regular(fd: int, shown: str) -> str:
         if size > _MAX_BYTES:  # it grew since fstat
             raise _refuse(shown, "too large")
         chunks.append(block)
-    return b"".join(chunks).decode("utf-8", errors="replace")
+    text = decode(b"".join(chunks)).text  # the same reading as indexing
+    if text is None:
+        raise InvalidInput(
+            f"cannot read {shown!r}: it looks binary, not text (it is not indexed either)",
+            key="path",
+            hint="move it out of the memory folders, or save it as text (UTF-8) Markdown",
+        )
+    return text
 
 
 def _slice(text: str, from_line: int | None, lines: int | None) -> str:

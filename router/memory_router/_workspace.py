@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from . import _chunking, _discovery, _journal, _sessions, _structure
 from ._config import Config
+from ._decoding import decode
 from ._types import Chunk, Document
 
 FTS_ONLY = "fts-only"
@@ -40,17 +41,24 @@ class Snapshot:
     ``fingerprint`` identifies the index these files should produce: provider, model,
     provider key, dims, chunking, sources and scope. A backend whose stored fingerprint
     differs must rebuild. ``model`` is the embedding model id, or ``"fts-only"``.
+    ``warnings`` maps a file that is not plain UTF-8 to what was done about it (read with
+    a fallback encoding, or left out because it looks binary; see :mod:`._decoding`).
     """
 
     config: Config
     documents: tuple[Document, ...]
     fingerprint: Mapping[str, Any]
     model: str
+    warnings: Mapping[str, str] = field(default_factory=dict)
     _cache: dict[str, Loaded] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def workspace(self) -> Path:
         return self.config.workspace_path
+
+    def warning_lines(self) -> tuple[str, ...]:
+        """``<path>: <warning>`` for every file in :attr:`warnings`."""
+        return tuple(f"{path}: {warning}" for path, warning in self.warnings.items())
 
     def text(self, doc: Document) -> str:
         """What gets chunked: the Markdown, or a transcript's ``User:``/``Assistant:`` lines."""
@@ -100,7 +108,7 @@ def load_document(doc: Document, config: Config, model: str) -> Loaded:
         raw = _sessions.remap_lines(raw, session.line_map)
         line_map = tuple(session.line_map)
     else:
-        text = scrub(Path(doc.abs_path).read_text(encoding="utf-8", errors="replace"))
+        text = scrub(decode(Path(doc.abs_path).read_bytes()).text or "")
         if _structure.by_structure(config.chunking.structure, doc.path, text):
             raw = _structure.chunk_structured(text, tokens=tokens, overlap=overlap)
         else:
@@ -151,10 +159,17 @@ def _scrubbed(chunk: Chunk) -> Chunk:
 
 def take_snapshot(config: Config, *, fingerprint: Mapping[str, Any], model: str) -> Snapshot:
     """List the workspace's memory files (and transcripts when sessions are a source)."""
-    documents: list[Document] = list(_discovery.discover_documents(config))
+    found = _discovery.discover(config)
+    documents: list[Document] = found.documents
     if config.sessions_enabled:
         documents.extend(_sessions.discover_sessions(config.expand(config.sessions_dir)))
-    return Snapshot(config=config, documents=tuple(documents), fingerprint=fingerprint, model=model)
+    return Snapshot(
+        config=config,
+        documents=tuple(documents),
+        fingerprint=fingerprint,
+        model=model,
+        warnings=found.warnings,
+    )
 
 
 def fingerprint_for(
