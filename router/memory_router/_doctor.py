@@ -23,6 +23,7 @@ from ._explain import check_workspace
 from ._indexlock import holder
 from ._status import source_counts
 from ._types import BackendStatus, SyncReport, _ToDict
+from ._workspace import FTS_ONLY, take_snapshot
 
 if TYPE_CHECKING:
     from ._router import Router
@@ -45,10 +46,13 @@ class Check(_ToDict):
 
 def checks(router: Router) -> list[Check]:
     """Every check, in the order a person would look (config, workspace, state, …)."""
-    found = [_config(router), _workspace(router), _state_dir(router)]
+    workspace = _workspace(router)
+    found = [_config(router), workspace, _state_dir(router)]
+    if workspace.ok:
+        found.extend(_memory_files(router))
     status = router.status(deep=True)
     found.append(_embedding_check(status.embedding))
-    found.extend(_backend(router, backend) for backend in status.backends)
+    found.extend(_backend(router, backend, workspace.ok) for backend in status.backends)
     found.extend(_lock(router, name) for name in router.config.router.chain)
     return found
 
@@ -95,6 +99,31 @@ def _workspace(router: Router) -> Check:
     return Check(name="workspace", ok=True, detail=f"{path} ({files} memory files)")
 
 
+def _memory_files(router: Router) -> Iterator[Check]:
+    """A check when some memory files are not plain UTF-8: ✗ for files left out because
+    they look binary, ✓ naming the files read with a fallback encoding."""
+    snapshot = take_snapshot(router.config, fingerprint={}, model=FTS_ONLY)
+    indexed = {doc.path for doc in snapshot.documents}
+    skipped = [f"{p}: {w}" for p, w in snapshot.warnings.items() if p not in indexed]
+    decoded = [f"{p}: {w}" for p, w in snapshot.warnings.items() if p in indexed]
+    if skipped:
+        yield Check(
+            name="memory files",
+            ok=False,
+            detail="; ".join(skipped),
+            fix="move these files out of the memory folders, or save them as text Markdown",
+        )
+    if decoded:
+        yield Check(name="file encodings", ok=True, detail="; ".join(decoded))
+
+
+def workspace_fix(router: Router, then: str) -> str:
+    """What to do while the workspace is missing: correct the setting, or create it."""
+    where = router.config.file
+    setting = f"fix `workspace` in {where}" if where else "set `workspace` (or pass --workspace)"
+    return f"{setting} or create {router.config.workspace_path}, then {then}"
+
+
 def _state_dir(router: Router) -> Check:
     folder = router.config.agent_state_path
     fix = f"mkdir -p {folder} && chmod u+rwx {folder}, or set state_dir to a writable folder"
@@ -139,7 +168,7 @@ def _embedding_check(info: Mapping[str, Any]) -> Check:
     )
 
 
-def _backend(router: Router, status: BackendStatus) -> Check:
+def _backend(router: Router, status: BackendStatus, workspace_ok: bool = True) -> Check:
     name = status.name
     label = f"backend {name}"
     try:
@@ -157,6 +186,14 @@ def _backend(router: Router, status: BackendStatus) -> Check:
             backend=name,
         )
     problem = _stale(router, status)
+    if problem and not workspace_ok:  # indexing now would fail: the workspace comes first
+        return Check(
+            name=label,
+            ok=False,
+            detail=f"{problem}; kept as it is while the workspace cannot be read",
+            fix=workspace_fix(router, f"memory-router index --backend {name}"),
+            backend=name,
+        )
     if problem:
         return Check(
             name=label,
@@ -176,6 +213,8 @@ def _stale(router: Router, status: BackendStatus) -> str | None:
         wanted = router.fingerprint()
         for key, value in wanted.items():
             if value is not None and key in meta and meta[key] != value:
+                if key == "scopeHash":  # a hash of the paths: the hashes say nothing
+                    return "built for another workspace or other memory paths"
                 return f"built for another {key} ({meta[key]!r}, config wants {value!r})"
     on_disk = sum(source_counts(router.config).values())
     if status.files != on_disk:

@@ -91,7 +91,8 @@ class Reconciler:
             raise kind(
                 f"index sync failed: {error.message}", backend=name, hint=error.hint
             ) from error
-        return (f"index not brought up to date ({name}): {error.message}",)
+        hint = f" ({error.hint})" if error.hint else ""  # e.g. how to fix a missing workspace
+        return (f"index not brought up to date ({name}): {error.message}{hint}",)
 
     def _due_job(self, name: str, new_session: bool) -> SyncJob | None:
         """The sync running for ``name``, or one started now when due, or ``None``."""

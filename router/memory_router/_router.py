@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -36,7 +37,7 @@ from ._indexlock import INDEX_WAIT_S, index_lock
 from ._ledger import SyncLedger
 from ._reconcile import Reconciler
 from ._setup import EmbeddingSetup
-from ._status import source_counts
+from ._status import on_disk, workspace_problem
 from ._types import (
     BackendResult,
     BackendStatus,
@@ -238,6 +239,10 @@ class Router:
                     duration_ms=(time.perf_counter() - started) * 1000,
                 )
         self._ledger.synced(name, seen)
+        if snapshot.warnings:
+            report = dataclasses.replace(
+                report, warnings=(*snapshot.warning_lines(), *report.warnings)
+            )
         breaker = self._breakers.get(name)  # a backend outside the chain has none
         if breaker is not None and not report.errors:  # it works again: stop skipping it
             breaker.success()
@@ -609,6 +614,8 @@ class Router:
         breakers, last, seen_at = seen_breakers(
             self._health, self.breakers(), self.last_fallback, self.config.router.breaker.cooldown_s
         )
+        sources, file_warnings = on_disk(self.config)
+        workspace_error, workspace_hint = workspace_problem(self.config)
         return RouterStatus(
             agent_id=self.config.agent_id,
             workspace=str(self.config.workspace_path),
@@ -618,9 +625,12 @@ class Router:
             breakers=breakers,
             last_fallback=last,
             embedding=self._embedding_status(deep=deep),
-            sources=source_counts(self.config),
+            sources=sources,
             can_answer=any(s.available for s in statuses),
             breakers_seen_at=seen_at,
+            workspace_error=workspace_error,
+            workspace_hint=workspace_hint,
+            file_warnings=file_warnings,
         )
 
     def breakers(self) -> dict[str, Any]:

@@ -292,7 +292,9 @@ class FileText(_ToDict):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SyncReport(_ToDict):
     """What one backend's sync did. Counts are files unless named otherwise; ``hint``
-    says what to do about a failed sync's ``errors``, when known."""
+    says what to do about a failed sync's ``errors``, when known; ``warnings`` name the
+    files that are not plain UTF-8 (``<path>: read as …`` or ``<path>: looks binary …;
+    not indexed``)."""
 
     backend: str
     added: int = 0
@@ -307,6 +309,7 @@ class SyncReport(_ToDict):
     duration_ms: float = 0.0
     errors: tuple[str, ...] = ()
     hint: str | None = None
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -338,6 +341,9 @@ class RouterStatus(_ToDict):
     ``can_answer`` is False when no backend of the chain is available. ``breakers`` and
     ``last_fallback`` are what the router processes of this agent last recorded in the
     state dir (``breakers_seen_at`` says when), or this process's own when it searched.
+    ``workspace_error`` says why the workspace cannot be read (missing, not a folder,
+    unreadable), with ``workspace_hint`` on what to do; ``file_warnings`` name the memory
+    files that are not plain UTF-8, as :attr:`SyncReport.warnings` does.
     """
 
     agent_id: str
@@ -351,3 +357,6 @@ class RouterStatus(_ToDict):
     sources: Mapping[str, int]
     can_answer: bool = True
     breakers_seen_at: datetime | None = None
+    workspace_error: str | None = None
+    workspace_hint: str | None = None
+    file_warnings: tuple[str, ...] = ()

@@ -24,7 +24,8 @@ from ._ops import show_agents
 def status(ctx: click.Context, deep: bool, as_json: bool, all_agents: bool) -> None:
     """Show backends, breakers, the embedding provider and source counts.
 
-    Exits 1 when no backend of the chain can answer (``can_answer`` in the JSON).
+    Exits 1 when the workspace cannot be read (``workspace_error`` in the JSON) or no
+    backend of the chain can answer (``can_answer``).
     """
     if all_agents:
         show_agents(ctx, as_json=as_json)
@@ -35,12 +36,15 @@ def status(ctx: click.Context, deep: bool, as_json: bool, all_agents: bool) -> N
     else:
         for line in status_lines(result):
             click.echo(line)
+    if result.workspace_error:
+        CommandError(result.workspace_error, hint=result.workspace_hint).show()
     if not result.can_answer:
         CommandError(
             "no backend of the chain can answer",
             hint="`memory-router doctor` says why and how to fix it"
             " (`memory-router doctor --fix` repairs what is safe to repair)",
         ).show()
+    if result.workspace_error or not result.can_answer:
         ctx.exit(EXIT_ERROR)
 
 
@@ -48,9 +52,13 @@ def status_lines(result: RouterStatus) -> Iterator[str]:
     """The human status report, modelled on ``openclaw memory status``."""
     yield f"Memory ({result.agent_id})"
     yield f"Workspace: {result.workspace}"
+    if result.workspace_error:  # what is indexed below was built before: it is kept
+        yield "  Warning: it cannot be read (see below); searches answer from the index as it was"
     yield f"Chain: {' → '.join(result.chain)} (fallback: {result.fallback_policy})"
-    counts = ", ".join(f"{n} {src}" for src, n in sorted(result.sources.items())) or "none"
-    yield f"Sources: {counts} file(s) on disk"
+    counts = ", ".join(f"{n} {src}" for src, n in sorted(result.sources.items()))
+    yield f"Sources: {counts} file(s) on disk" if counts else "Sources: no memory files on disk"
+    for warning in result.file_warnings:
+        yield f"  Warning: {warning}"
     for backend in result.backends:
         yield from _backend_lines(backend)
     breakers = ", ".join(

@@ -4,19 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memory_router import _types
 from memory_router._config import load_config
-from memory_router._explain import MEMORY_FILES, below_min_score_line, memory_file_exists
+from memory_router._explain import (
+    MEMORY_FILES,
+    below_min_score_line,
+    check_workspace,
+    memory_file_exists,
+)
 from memory_router._indexlock import INDEX_WAIT_S
 from memory_router._types import SyncReport
 from memory_router.service import ServiceUnreachable, find_server
 
 from ._app import EXIT_ERROR, CliState, CommandError, echo_json, read_argument, state
 from ._explain import print_explained
+
+if TYPE_CHECKING:
+    from memory_router._router import Router
 
 
 @click.command()
@@ -59,6 +67,8 @@ def index(
     else:
         for report in reports:
             click.echo(sync_summary(report))
+    for warning in dict.fromkeys(w for r in reports for w in r.warnings):
+        click.echo(f"Warning: {warning}", err=True)
     if reports and not any(r.added + r.updated + r.unchanged for r in reports if not r.errors):
         click.echo(
             f"Warning: no memory files in {router.config.workspace_path}"
@@ -212,6 +222,8 @@ def print_response(response: dict[str, Any]) -> None:
             click.echo(f"{label}: {event['from']} failed: {event['reason']}")
             if event.get("hint"):
                 click.echo(f"  Hint: {event['hint']}")
+    for note in response.get("notes") or ():  # stale or degraded answers say so
+        click.echo(f"Note: {' '.join(str(note).split())}", err=True)
 
 
 @click.command()
@@ -230,13 +242,32 @@ def get(
     text = router.get(path, from_line=from_line, lines=lines)
     if as_json:  # agents get OpenClaw's answer for a missing file: {path, text: ""}
         echo_json(text.to_dict())
-    elif not text.text and not memory_file_exists(router.config, path):
+        return
+    if not text.text:
+        explain_empty(router, path, from_line)
+    click.echo(text.text, nl=not text.text.endswith("\n") and bool(text.text))
+
+
+def explain_empty(router: Router, path: str, from_line: int | None) -> None:
+    """Raise the error behind an empty ``get``: no workspace, no such file, or ``--from``
+    past the file's end. Returns when the file is simply empty."""
+    check_workspace(router.config)  # a missing workspace is the reason, not a missing file
+    if not memory_file_exists(router.config, path):
         raise CommandError(
             f"{path} does not exist in the workspace {router.config.workspace_path}",
             hint="`memory-router search WORDS` shows the paths that exist",
         )
-    else:
-        click.echo(text.text, nl=not text.text.endswith("\n") and bool(text.text))
+    total = line_count(router.get(path).text)
+    if from_line is not None and from_line > total:
+        raise CommandError(
+            f"{path} has only {total} line(s); --from {from_line} is past its end",
+            hint=f"pick --from between 1 and {total}" if total else "the file is empty",
+        )
+
+
+def line_count(text: str) -> int:
+    """Lines in ``text`` as an editor counts them (a final newline ends the last line)."""
+    return text.count("\n") + (0 if not text or text.endswith("\n") else 1)
 
 
 def explain_here(cli: CliState, text: str, options: dict[str, Any], *, as_json: bool) -> None:
