@@ -9,7 +9,7 @@ indexing, whatever the backend, and ``get``):
 * a UTF-16 byte-order mark: read as UTF-16;
 * a NUL byte, or more than :data:`CONTROL_SHARE` of ASCII control characters (other than
   tab, newline, carriage return, form feed, backspace and escape): binary, not read;
-* mostly UTF-8 with a few bad bytes (valid multi-byte characters outnumber them): UTF-8,
+* mostly UTF-8 with a few bad bytes (at least as many valid multi-byte characters): UTF-8,
   the bad bytes replaced with U+FFFD;
 * anything else is read as Windows-1252 (cp1252, which covers Latin-1's letters), or as
   Latin-1 when it holds a byte cp1252 leaves undefined.
@@ -80,7 +80,7 @@ def _fallback(data: bytes) -> Decoded:
     text = data.decode("utf-8", "replace")
     bad = text.count(_REPLACEMENT) - data.count(_REPLACEMENT.encode("utf-8"))
     wide = sum(1 for char in text if ord(char) > 0x7F and char != _REPLACEMENT)
-    if wide > bad:
+    if wide >= bad:  # valid multi-byte characters by chance are rare in other encodings
         return Decoded(
             text=text,
             encoding="utf-8",

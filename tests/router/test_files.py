@@ -180,6 +180,13 @@ def test_journal_outside_memory_dir_is_readable(ws: Path) -> None:
     refused(config_for(ws), "journal.md", "not a memory file")
 
 
-def test_invalid_utf8_is_replaced_not_an_error(ws: Path) -> None:
+def test_invalid_utf8_is_read_as_indexing_reads_it_not_an_error(ws: Path) -> None:
     (ws / "memory" / "bytes.md").write_bytes(b"caf\xe9\n")
-    assert read_memory_file(config_for(ws), "memory/bytes.md").text == "caf\ufffd\n"
+    assert read_memory_file(config_for(ws), "memory/bytes.md").text == "café\n"
+    (ws / "memory" / "broken.md").write_bytes("naïve ".encode() + b"\xff\n")
+    assert read_memory_file(config_for(ws), "memory/broken.md").text == "naïve \ufffd\n"
+
+
+def test_a_binary_file_is_refused(ws: Path) -> None:
+    (ws / "memory" / "image.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    refused(config_for(ws), "memory/image.md", "looks binary")
