@@ -70,9 +70,13 @@ class Exporter(Protocol):
 
 
 def query_of(text: str) -> str | None:
-    """A query made of a chunk's opening words, or ``None`` when it has too few."""
+    """A query made of a chunk's opening words, or ``None`` when it has too few, or when
+    they are not text (an index built before binary files were left out): the queries
+    are printed."""
     words = _MARKUP.sub(" ", text).split()
-    return " ".join(words[:QUERY_WORDS]) if len(words) >= 3 else None
+    query = " ".join(words[:QUERY_WORDS])
+    junk = sum(1 for char in query if not char.isprintable() or char == "\ufffd")
+    return query if len(words) >= 3 and junk <= len(query) // 20 else None
 
 
 def sample_queries(chunks: Iterable[Chunk], count: int, *, seed: int = 0) -> list[str]:

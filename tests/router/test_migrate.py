@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory_router import InvalidInput, NotFound, Progress, Router, SearchRequest
+from memory_router._verify import query_of
 from memory_router.testing import write_workspace
 from migrate_support import (
     CountingEmbedder,
@@ -182,3 +183,11 @@ def test_an_interrupted_migration_resumes_where_it_stopped(router: Router, sourc
     report = router.migrate("sqlite", source_path=source, batch_size=5, resume=True)
     assert (report.resumed, report.skipped, report.written) == (True, 20, 20)
     assert rows(live_path(router)) == rows(source)
+
+
+def test_verify_queries_are_never_drawn_from_binary_junk() -> None:
+    assert (
+        query_of("# Trip\n\nBooked flights to Lisbon for March")
+        == "Trip Booked flights to Lisbon for March"
+    )
+    assert query_of("\x01\x02 \ufffd\ufffd PK\x03\x04 \x7f\x10 ab\ufffd cd\x05") is None
