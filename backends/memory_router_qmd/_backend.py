@@ -261,6 +261,7 @@ class QmdBackend(Backend):
             reason=f"embed {embed.status}",
             duration_ms=(time.perf_counter() - started) * 1000,
             errors=errors,
+            warnings=own_reading(snapshot),
         )
 
     # -- status -------------------------------------------------------------------------
@@ -334,3 +335,15 @@ def _candidate_limit(request: SearchRequest) -> int:
     """QMD fuses its sub-queries' lists and keeps 40 documents by default; ask for as many
     as the router wants (each ``lex`` list still holds at most 20)."""
     return max(40, request.candidates)
+
+
+def own_reading(snapshot: Snapshot) -> tuple[str, ...]:
+    """A warning when memory files are not plain UTF-8: QMD reads the Markdown itself, so
+    the router's decoding (a fallback encoding, binary files left out) does not apply."""
+    if not snapshot.warnings:
+        return ()
+    names = ", ".join(snapshot.warnings)
+    return (
+        f"qmd reads the Markdown itself: it indexes {names} as QMD decodes them"
+        " (files that look binary included); fix or move them to be sure",
+    )

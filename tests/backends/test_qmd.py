@@ -349,3 +349,24 @@ def test_cited_lines_show_the_answer_and_min_score_drops_noise(
     assert [h.path for h in relaxed.results] == ["MEMORY.md"]
     assert [h.path for h in strict.results] == ["MEMORY.md"]
     assert strict.results[0].score < 0.5
+
+
+def test_files_that_are_not_utf_8_are_reported_for_qmd_too(
+    tmp_path: Path, write_workspace: Any
+) -> None:
+    workspace = write_workspace(NOTES)
+    (workspace / "memory/garbage.md").write_bytes(bytes(range(256)) * 20)
+    (workspace / "memory/latin.md").write_bytes("# Café\n\nRenée et Müller.\n".encode("latin-1"))
+    router = make_router(tmp_path, workspace, update_on_boot=False)
+    try:
+        [report] = router.sync(backends=["qmd"])
+    finally:
+        router.close()
+    assert not report.errors
+    assert report.warnings[:2] == (
+        "memory/garbage.md: looks binary (NUL bytes); not indexed",
+        "memory/latin.md: not valid UTF-8; read as Windows-1252 (cp1252)",
+    )
+    assert report.warnings[2].startswith(
+        "qmd reads the Markdown itself: it indexes memory/garbage.md, memory/latin.md"
+    )
