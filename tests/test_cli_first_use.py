@@ -180,9 +180,12 @@ def test_get_from_past_the_end_says_how_many_lines_there_are(
     human = run("--config", str(config), "get", "memory/x.md", "--from", "100")
     assert human.returncode == 1
     assert human.stderr.splitlines() == [
-        "Error: memory/x.md has only 16 line(s); --from 100 is past its end",
+        "Error: memory/x.md has only 16 line(s); line 100 is past its end",
         "Hint: pick --from between 1 and 16",
     ]
+    cited = run("--config", str(config), "get", "memory/x.md#L20-L22")
+    assert cited.returncode == 1
+    assert "memory/x.md has only 16 line(s); line 20 is past its end" in cited.stderr
     last = run("--config", str(config), "get", "memory/x.md", "--from", "16")
     assert (last.returncode, last.stdout) == (0, "line 16\n")
     agent = run("--config", str(config), "get", "memory/x.md", "--from", "100", "--json")

@@ -17,7 +17,7 @@ from memory_router._explain import (
     memory_file_exists,
 )
 from memory_router._indexlock import INDEX_WAIT_S
-from memory_router._types import SyncReport
+from memory_router._types import FileText, SyncReport
 from memory_router.service import ServiceUnreachable, find_server
 
 from ._app import EXIT_ERROR, CliState, CommandError, echo_json, read_argument, state
@@ -244,23 +244,23 @@ def get(
         echo_json(text.to_dict())
         return
     if not text.text:
-        explain_empty(router, path, from_line)
+        explain_empty(router, path, text)
     click.echo(text.text, nl=not text.text.endswith("\n") and bool(text.text))
 
 
-def explain_empty(router: Router, path: str, from_line: int | None) -> None:
-    """Raise the error behind an empty ``get``: no workspace, no such file, or ``--from``
-    past the file's end. Returns when the file is simply empty."""
+def explain_empty(router: Router, path: str, text: FileText) -> None:
+    """Raise the error behind an empty ``get``: no workspace, no such file, or a first line
+    (``--from`` or a citation's) past the file's end. Returns when the file is simply empty."""
     check_workspace(router.config)  # a missing workspace is the reason, not a missing file
     if not memory_file_exists(router.config, path):
         raise CommandError(
             f"{path} does not exist in the workspace {router.config.workspace_path}",
             hint="`memory-router search WORDS` shows the paths that exist",
         )
-    total = line_count(router.get(path).text)
-    if from_line is not None and from_line > total:
+    total = line_count(router.get(text.path).text)
+    if text.from_line > max(total, 1):
         raise CommandError(
-            f"{path} has only {total} line(s); --from {from_line} is past its end",
+            f"{text.path} has only {total} line(s); line {text.from_line} is past its end",
             hint=f"pick --from between 1 and {total}" if total else "the file is empty",
         )
 
