@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from test_cli_ops import run_process
 
 ConfigWriter = Callable[..., Path]
 WorkspaceWriter = Callable[..., Path]
@@ -22,15 +22,7 @@ KEYWORD_ONLY = '[embedding]\nprovider = "none"\n[query]\nmin_score = 0.0\n'
 LATIN_1 = "# Café\n\nRendez-vous chez Renée au café Müller, naïve question.\n".encode("latin-1")
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memory_router", *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+run = run_process  # the CLI as a user runs it: its own process, exit code and stderr
 
 
 def chunk_paths(config: Path) -> list[str]:
