@@ -242,6 +242,10 @@ class LanceStore:
         self._pointer_version = version
         return pointer
 
+    def opened(self, generation: str) -> Tables | None:
+        """The generation's tables if this process has them open (no call, no lock)."""
+        return self._tables.get(generation)
+
     def tables(self, generation: str) -> Tables:
         with self._lock:
             if generation not in self._tables:
