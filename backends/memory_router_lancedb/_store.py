@@ -85,6 +85,9 @@ class LanceStore:
         try:
             if not self.remote:
                 return action()
+            # Imported before the deadline starts: the first import takes seconds on a
+            # busy machine, and a slow import is no unanswering store.
+            lancedb()
             if long:
                 return self._watched(action)
             return within(action, self.call_timeout_s)
