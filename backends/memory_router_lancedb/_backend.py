@@ -92,7 +92,11 @@ class LanceBackend(Backend):
                 long=True,
             )
             pointer = self.store.guard("sync", self.store.pointer)
-            tables = self.store.tables(pointer.generation) if pointer else None
+            tables = (
+                self.store.guard("sync", lambda: self.store.tables(pointer.generation))
+                if pointer
+                else None
+            )
             notes = self._maintain(tables, counts.chunks_written, rebuilt=reason is not None)
             chunks = self.store.guard("sync", lambda: tables.chunks.count_rows()) if tables else 0
         after = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)

@@ -112,3 +112,43 @@ def test_a_store_that_stops_answering_during_the_first_load_fails_the_search(
         # Within the probe's deadlines; LanceDB alone gives up after ~8 request timeouts.
         assert time.monotonic() - stopped[0] < 3 * CALL_S
         assert "endpoint" in (info.value.hint or "")
+
+
+def test_a_store_that_stops_answering_when_sync_opens_the_new_live_tables(
+    tmp_path: Path, s3_server: S3Server, proxy: CountingProxy
+) -> None:
+    """Another process switched the live generation during this sync: opening its tables
+    is an object-store call like any other, failed within the deadline with a hint."""
+    with synced_router(tmp_path / "a", s3_server, proxy) as router:
+        backend: Any = router.backend("lancedb")
+        other_config = testing.router_config(
+            tmp_path / "b",
+            testing.write_workspace(tmp_path / "b" / "workspace", files()),
+            backend="lancedb",
+            embedding="hash",
+            settings={
+                "uri": backend.settings.uri,
+                "storage_options": s3_server.options(),  # not through the proxy
+                **TIMEOUTS,
+            },
+            sync={"on_search": False},
+        )
+        stopped: list[float] = []
+
+        def switch_then_stop(*, done: int, total: int, label: str) -> None:
+            if stopped:
+                return
+            with Router.from_config(other_config, plugins=[testing]) as other:
+                assert not other.sync(force=True)[0].errors  # a new generation goes live
+            stopped.append(time.monotonic())
+            # Only ``meta`` still answers: this sync reads the new pointer, then hangs
+            # opening the new generation's tables.
+            proxy.delay = lambda method, path: 0.0 if "meta.lance" in path else math.inf
+
+        report = router.sync(progress=switch_then_stop)[0]
+        assert stopped
+        assert report.errors
+        assert UNREACHABLE in report.errors[0]
+        assert "endpoint" in (report.hint or "")
+        # Within one deadline; LanceDB alone gives up after ~8 request timeouts.
+        assert time.monotonic() - stopped[0] < 3 * CALL_S
