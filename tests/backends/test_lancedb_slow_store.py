@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from memory_router import BackendUnavailable, Router, SearchRequest, testing
+from s3_helpers.corpus import files
 from s3_helpers.counting_proxy import CountingProxy
 from s3_helpers.moto_server import BUCKET, S3Server
-from test_lancedb_s3_reads import files
 
 # One call's deadline is 1 + 3 = 4 s; each index or data read is held 1 s, and a first
 # load makes more than a dozen of them one after another.
