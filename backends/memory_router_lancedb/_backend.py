@@ -78,7 +78,7 @@ class LanceBackend(Backend):
         started = time.perf_counter()
         embedder = self.context.embedder
         before = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
-        with self.store.write_lock:
+        with self.store.writing("sync"):
             counts, reason = self.store.guard(
                 "sync",
                 lambda: sync_generation(
@@ -130,7 +130,7 @@ class LanceBackend(Backend):
         pointer = self._pointer()
         if pointer is None:
             return {}
-        with self.store.write_lock:
+        with self.store.writing("optimize"):
             done: dict[str, Any] = self.store.guard(
                 "optimize",
                 lambda: _housekeeping.optimize(self.store, self.store.tables(pointer.generation)),
@@ -354,7 +354,7 @@ class LanceBackend(Backend):
         return staging
 
     def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
-        with self.store.write_lock:
+        with self.store.writing("import"):
             written: int = self.store.guard(
                 "import",
                 lambda: _transfer.import_chunks(
