@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from memory_router import BackendUnavailable, Router, SearchRequest, testing
-from s3_helpers.corpus import files
+from memory_router import BackendUnavailable, Router, SearchRequest
+from s3_helpers.corpus import lance_router
 from s3_helpers.counting_proxy import CountingProxy
 from s3_helpers.moto_server import BUCKET, S3Server
 
@@ -52,21 +52,12 @@ def proxy(s3_server: S3Server) -> Iterator[CountingProxy]:
 
 
 def synced_router(tmp_path: Path, server: S3Server, proxy: CountingProxy) -> Router:
-    workspace = testing.write_workspace(tmp_path / "workspace", files())
     settings = {
         "uri": f"s3://{BUCKET}/slow/{uuid.uuid4().hex}",
         "storage_options": server.options(endpoint=proxy.endpoint),
         **TIMEOUTS,
     }
-    config = testing.router_config(
-        tmp_path,
-        workspace,
-        backend="lancedb",
-        embedding="hash",
-        settings=settings,
-        sync={"on_search": False},
-    )
-    router = Router.from_config(config, plugins=[testing])
+    router = lance_router(tmp_path, settings)
     reports = router.sync()
     assert not any(r.errors for r in reports), [r.errors for r in reports]
     return router
@@ -121,24 +112,17 @@ def test_a_store_that_stops_answering_when_sync_opens_the_new_live_tables(
     is an object-store call like any other, failed within the deadline with a hint."""
     with synced_router(tmp_path / "a", s3_server, proxy) as router:
         backend: Any = router.backend("lancedb")
-        other_config = testing.router_config(
-            tmp_path / "b",
-            testing.write_workspace(tmp_path / "b" / "workspace", files()),
-            backend="lancedb",
-            embedding="hash",
-            settings={
-                "uri": backend.settings.uri,
-                "storage_options": s3_server.options(),  # not through the proxy
-                **TIMEOUTS,
-            },
-            sync={"on_search": False},
-        )
+        other_settings = {
+            "uri": backend.settings.uri,
+            "storage_options": s3_server.options(),  # not through the proxy
+            **TIMEOUTS,
+        }
         stopped: list[float] = []
 
         def switch_then_stop(*, done: int, total: int, label: str) -> None:
             if stopped:
                 return
-            with Router.from_config(other_config, plugins=[testing]) as other:
+            with lance_router(tmp_path / "b", other_settings) as other:
                 assert not other.sync(force=True)[0].errors  # a new generation goes live
             stopped.append(time.monotonic())
             # Only ``meta`` still answers: this sync reads the new pointer, then hangs
