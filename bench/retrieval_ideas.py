@@ -22,6 +22,11 @@ Ideas (``--ideas``):
   prior) or its neighbour chunk's best;
 * ``prf`` — RM3-style pseudo-relevance feedback: the 5 rarest-weighted words of the first
   pass's 5 best chunks searched as a second OR query, added with a small weight.
+* ``rewrite`` — the vector side embeds the question's keywords alone, or mixes their
+  cosine with the whole question's (mean, max);
+* ``expand`` — expansion by the embedding model's word neighbours: each query keyword
+  brings up to 3 corpus words (in at most 20 % of the chunks) within cosine τ of it,
+  searched as a second OR query added with weight β.
 
 The baseline is the shaping before touching hits were merged (``merge_reading_chars = 0``);
 ``merged, reading 4000 chars`` is the router's shaping as adopted (the default since). It
@@ -84,6 +89,8 @@ class Leg:
     mean_top2: Any
     text: dict[str, float]
     expansion: dict[str, float]  # PRF second query's scores, max-scaled
+    semantic: dict[float, dict[str, float]] = dataclasses.field(default_factory=dict)
+    keyword_cosines: Any = None  # cosines of the query's keywords alone (``rewrite``)
 
 
 def _request(query: str) -> SearchRequest:
@@ -217,6 +224,19 @@ def _variants(ideas: set[str]) -> dict[str, Callable[..., Any]]:
 
     v["default"] = plain(lambda leg: leg.cosines)
 
+    def added(second: Callable[[Leg], Mapping[str, float]], beta: float) -> Callable[..., Any]:
+        """The default fusion plus ``beta`` × a second query's max-scaled scores."""
+
+        def run(leg: Leg, chunks: Sequence[Chunk], model: str, config: Config) -> list[Hit]:
+            by_id = {c.id: c for c in chunks}
+            first = dict(_fused(leg, leg.cosines, chunks, model))
+            for key, score in second(leg).items():
+                first[key] = first.get(key, 0.0) + beta * score
+            ranked = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))
+            return shape_all(_hits(ranked, by_id), _request(leg.query.text), config, now=0)[0]
+
+        return run
+
     def adopted(leg: Leg, chunks: Sequence[Chunk], model: str, config: Config) -> list[Hit]:
         query = dataclasses.replace(config.query, merge_reading_chars=4000)
         return plain(lambda leg: leg.cosines)(
@@ -267,19 +287,50 @@ def _variants(ideas: set[str]) -> dict[str, Callable[..., Any]]:
             v[f"prior file {file_w} next {next_w}"] = run_p
     if "prf" in ideas:
         for beta in (0.05, 0.1, 0.2):
-
-            def run_f(
-                leg: Leg, chunks: Sequence[Chunk], model: str, config: Config, b: float = beta
-            ) -> list[Hit]:
-                by_id = {c.id: c for c in chunks}
-                first = dict(_fused(leg, leg.cosines, chunks, model))
-                for key, score in leg.expansion.items():
-                    first[key] = first.get(key, 0.0) + b * score
-                ranked = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))
-                return shape_all(_hits(ranked, by_id), _request(leg.query.text), config, now=0)[0]
-
-            v[f"prf beta {beta}"] = run_f
+            v[f"prf beta {beta}"] = added(lambda leg: leg.expansion, beta)
+    if "rewrite" in ideas:
+        v["rewrite: keywords only"] = plain(lambda leg: leg.keyword_cosines)
+        v["rewrite: mean(question, keywords)"] = plain(
+            lambda leg: (leg.cosines + leg.keyword_cosines) / 2
+        )
+        v["rewrite: max(question, keywords)"] = plain(
+            lambda leg: np.maximum(leg.cosines, leg.keyword_cosines)
+        )
+    if "expand" in ideas:
+        for tau in TAUS:
+            for beta in (0.1, 0.2, 0.3):
+                v[f"expand tau {tau} beta {beta}"] = added(
+                    lambda leg, t=tau: leg.semantic.get(t, {}), beta
+                )
     return v
+
+
+TAUS = (0.5, 0.6, 0.7)
+
+
+def _stem4(word: str) -> str:
+    return word[: max(4, len(word) - 3)] if len(word) > 4 else word
+
+
+def _semantic_terms(
+    keywords: Sequence[str], kv: Any, vocab: Sequence[str], wv: Any, tau: float
+) -> list[str]:
+    """Corpus words whose vector is within ``tau`` cosine of a query keyword's (3 each)."""
+    asked = {_stem4(k) for k in keywords}
+    out: list[str] = []
+    sims = kv @ wv.T
+    for row in sims:
+        order = np.argsort(-row)[:20]
+        taken = 0
+        for j in order:
+            if row[j] < tau or taken >= 3:
+                break
+            word = vocab[j]
+            if _stem4(word) in asked or word in out:
+                continue
+            out.append(word)
+            taken += 1
+    return out
 
 
 def _legs(router: Router, group: Group, chunks: list[Chunk], ideas: set[str]) -> list[Leg]:
@@ -294,6 +345,17 @@ def _legs(router: Router, group: Group, chunks: list[Chunk], ideas: set[str]) ->
             line_vectors[line] = np.asarray(vec, dtype=np.float32)
     tokens = {c.id: collections.Counter(_WORD.findall(c.text.lower())) for c in chunks}
     by_id = {c.id: c for c in chunks}
+    vocab: list[str] = []
+    wv: Any = None
+    if "expand" in ideas:
+        df: collections.Counter[str] = collections.Counter()
+        for counts in tokens.values():
+            df.update(counts.keys())
+        vocab = sorted(
+            w for w, n in df.items() if n <= 0.2 * len(tokens) and query_keywords(w) == [w]
+        )
+        wv = np.asarray(embedder.embed_documents(vocab), dtype=np.float32)
+        print(f"  vocabulary {len(vocab)} words", file=sys.stderr, flush=True)
     legs = []
     with backend.store.reader() as conn:  # type: ignore[attr-defined]
         scope = _search.Scope(model=backend.model, sources=None, limit=POOL, filter_model=False)  # type: ignore[attr-defined]
@@ -321,6 +383,24 @@ def _legs(router: Router, group: Group, chunks: list[Chunk], ideas: set[str]) ->
                 terms = _expansion_terms(first, query.text, tokens)
                 found = _search._run(conn, scope, build_or_query(terms), [], True) if terms else {}
                 leg.expansion = max_scaled({k: r.score for k, r in found.items() if k in by_id})
+            if "rewrite" in ideas:
+                words = " ".join(query_keywords(query.text)) or query.text
+                kq = np.asarray(embedder.embed_query(words), dtype=np.float32)
+                leg.keyword_cosines = matrix @ kq
+            if "expand" in ideas:
+                keywords = [k for k in query_keywords(query.text) if not k.isdigit()]
+                if keywords:
+                    kv = np.asarray(embedder.embed_documents(keywords), dtype=np.float32)
+                    for tau in TAUS:
+                        terms = _semantic_terms(keywords, kv, vocab, wv, tau)
+                        found = (
+                            _search._run(conn, scope, build_or_query(terms), [], True)
+                            if terms
+                            else {}
+                        )
+                        leg.semantic[tau] = max_scaled(
+                            {k: r.score for k, r in found.items() if k in by_id}
+                        )
             legs.append(leg)
     return legs
 

@@ -260,6 +260,10 @@ def test_get_lines_and_json(
     data = json.loads(as_json.stdout)
     assert data["path"] == "MEMORY.md"
     assert data["text"].rstrip("\n") == "# Memory"
+    # A search hit's citation is a path too: the lines it names are printed.
+    cited = run(["--config", str(config), "get", "MEMORY.md#L3-L4"])
+    assert cited.exit_code == 0, cited.output
+    assert cited.stdout == result.stdout
 
 
 def test_workspace_option_is_relative_to_the_working_directory(

@@ -11,7 +11,8 @@ from typing import Any
 from ._backend import BackendSpec
 from ._config import Config
 from ._exceptions import ConfigError, InvalidInput
-from ._ranking import apply_decay
+from ._files import split_citation
+from ._ranking import apply_decay, reaches
 from ._types import BackendResult, BelowMinScore, SearchRequest, SearchResponse
 
 MEMORY_FILES = "MEMORY.md, memory.md or memory/**/*.md"
@@ -80,7 +81,7 @@ def with_below_min_score(
     if config.query.temporal_decay.enabled:
         hits = apply_decay(hits, config)
     best = max(h.score for h in hits)
-    if best >= request.min_score:
+    if reaches(best, request.min_score):
         return response
     below = BelowMinScore(count=len(hits), best_score=best, min_score=request.min_score)
     return dataclasses.replace(response, below_min_score=below)
@@ -100,6 +101,8 @@ def below_min_score_line(below: Mapping[str, Any]) -> str:
 
 
 def memory_file_exists(config: Config, path: str) -> bool:
-    """Whether ``path`` (as :meth:`Router.get` took it) names a file that is there."""
-    target = Path(os.path.normpath(config.workspace_path / path.strip().replace("\\", "/")))
+    """Whether ``path`` (as :meth:`Router.get` took it, a citation too) names a file that is
+    there."""
+    bare = str(split_citation(path)[0])
+    target = Path(os.path.normpath(config.workspace_path / bare.strip().replace("\\", "/")))
     return target.is_file()

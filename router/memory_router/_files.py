@@ -14,6 +14,9 @@ A path is readable when all of these hold:
   swapped for a link while a read runs cannot lead outside the allowed root.
 
 A missing file reads as ``""``. Every refusal is :class:`InvalidInput` with ``key="path"``.
+A search result's citation (``memory/notes.md#L12-L20``, ``…#L12``) or location as the CLI
+prints it (``memory/notes.md:12-20``) is accepted as the path: its lines are read, unless
+``from_line`` / ``lines`` are given as well (then the request is refused as ambiguous).
 Session transcripts (``sessions/*.jsonl``) are search results but are not readable here.
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -166,6 +170,31 @@ def _slice(text: str, from_line: int | None, lines: int | None) -> str:
     return "\n".join(all_lines[start:end])
 
 
+_CITATION = re.compile(
+    r"^(?P<path>.+\.md)(?:#L(?P<start>\d+)(?:-L?(?P<end>\d+))?|:(?P<first>\d+)(?:-(?P<last>\d+))?)$"
+)
+
+
+def split_citation(path: object) -> tuple[object, int | None, int | None]:
+    """``"a.md#L3-L9"`` (a citation) or ``"a.md:3-9"`` (as ``search`` prints a hit) →
+    ``("a.md", 3, 7)`` (path, first line, line count); any other value is returned as it
+    is, with no lines. Raises :class:`InvalidInput` for a range that ends before it starts
+    or starts at line 0."""
+    match = _CITATION.match(path.strip()) if isinstance(path, str) else None
+    if match is None:
+        return path, None, None
+    start = int(match["start"] or match["first"])
+    last = match["end"] or match["last"]
+    end = int(last) if last else start
+    if start < 1 or end < start:
+        raise InvalidInput(
+            f"cannot read {path!r}: the line range #L{start}-L{end} is empty",
+            key="path",
+            hint="cite lines as path#L<first>-L<last>, as search results do",
+        )
+    return match["path"], start, end - start + 1
+
+
 def _check_line_arg(value: int | None, key: str) -> None:
     if value is None:
         return
@@ -183,6 +212,15 @@ def read_memory_file(
     """
     _check_line_arg(from_line, "from_line")
     _check_line_arg(lines, "lines")
+    bare, cited_from, cited_lines = split_citation(path)
+    if cited_from is not None:
+        if from_line is not None or lines is not None:
+            raise InvalidInput(
+                f"cannot read {path!r}: it names its lines and from_line / lines were given too",
+                key="path",
+                hint="pass either the citation path#L3-L9 or the path with from_line / lines",
+            )
+        path, from_line, lines = str(bare), cited_from, cited_lines
     rel = _normalize(path)
     target = os.path.normpath(config.workspace_path / rel)
     shown = relative_path(config.workspace_path, Path(target))

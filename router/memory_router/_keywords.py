@@ -31,6 +31,10 @@ _HANGUL_SYLLABLE = re.compile(r"[\uac00-\ud7af]")
 _JA_PARTS = re.compile(r"[a-z0-9_]+|[\u30a0-\u30ffー]+|[\u4e00-\u9fff]+|[\u3040-\u309f]{2,}")
 _ASCII_LETTERS = re.compile(r"^[a-zA-Z]+$")
 _ASCII = re.compile(r"^[\x00-\x7f]+$")
+CJK = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]"
+)
+"""A character of a script written without spaces between words (kana, Han, Hangul)."""
 
 
 # Stop words per language, in the reference's categories: articles, pronouns,

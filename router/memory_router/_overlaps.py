@@ -67,11 +67,34 @@ class Passage:
     the passage's score, explanation and rank; the range covers all parts and the snippets
     are joined in the order of the lines they show (``shows``, see :func:`shown_span`).
     ``offset`` is how many characters of snippets came before its first part, in rank
-    order, before any merging.
+    order, before any merging, and ``end`` where its last part's snippet ended.
     """
 
     parts: list[tuple[Hit, str, tuple[int, int]]]
     offset: int = 0
+    end: int = 0
+
+    def span(self) -> tuple[int, int]:
+        """The first and last line of the passage's range."""
+        return (
+            min(h.start_line for h, _, _ in self.parts),
+            max(h.end_line for h, _, _ in self.parts),
+        )
+
+    def absorbs(self, other: Passage) -> bool:
+        """Whether ``other`` (ranked below) touches this passage now and may join it:
+        same file, ranges that overlap or adjoin, no line shown by both, and no text moved
+        into the first ``reading`` characters (checked by :func:`gather`)."""
+        head, first = self.parts[0][0], other.parts[0][0]
+        if head.entry is not None or first.entry is not None:
+            return False
+        if (head.source, head.path) != (first.source, first.path):
+            return False
+        for _, _, (low, high) in other.parts:
+            if any(max(low, a) <= min(high, b) for _, _, (a, b) in self.parts):
+                return False
+        (low, high), (a, b) = self.span(), other.span()
+        return a <= high + 1 and b >= low - 1
 
     def touches(self, hit: Hit, shows: tuple[int, int]) -> bool:
         """Whether ``hit`` is in the same file, its lines overlap or adjoin the passage's,
@@ -84,8 +107,7 @@ class Passage:
             return False
         if any(max(shows[0], low) <= min(shows[1], high) for _, _, (low, high) in self.parts):
             return False
-        low = min(h.start_line for h, _, _ in self.parts)
-        high = max(h.end_line for h, _, _ in self.parts)
+        low, high = self.span()
         return hit.start_line <= high + 1 and hit.end_line >= low - 1
 
     def hit(self) -> Hit:
@@ -149,13 +171,20 @@ def gather(
     It joins the first passage it touches unless that would move text into the first
     ``reading`` characters: two hits inside them are grouped, two past them merged, a hit
     past them never pulled up into them. So what an agent reads first is exactly the text
-    it read without merging. ``reading = 0`` never merges.
+    it read without merging. ``reading = 0`` never merges. A hit that bridges two
+    passages (the chunk between two that ranked) makes them one, under the same rule.
     """
     shows = shown_span(hit, first, snippet)
     touched = (p for p in passages if p.touches(hit, shows))
     target = next(touched, None) if reading > 0 else None
-    inside = offset + len(snippet) <= reading
-    if target is not None and (inside or target.offset >= reading):
-        target.parts.append((hit, snippet, shows))
-    else:
-        passages.append(Passage([(hit, snippet, shows)], offset))
+    end = offset + len(snippet)
+    if target is None or not (end <= reading or target.offset >= reading):
+        passages.append(Passage([(hit, snippet, shows)], offset, end))
+        return
+    target.parts.append((hit, snippet, shows))
+    target.end = max(target.end, end)
+    for other in passages[passages.index(target) + 1 :]:
+        if (other.end <= reading or target.offset >= reading) and target.absorbs(other):
+            target.parts.extend(other.parts)
+            target.end = max(target.end, other.end)
+            passages.remove(other)

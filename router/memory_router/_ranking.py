@@ -17,14 +17,12 @@ from collections.abc import Sequence
 from ._config import Config
 from ._discovery import dated_file
 from ._entries import entry_weight
+from ._keywords import CJK
 from ._overlaps import Passage, Shown, gather, note_shown, trim_hit
 from ._snippets import window
 from ._types import BackendResult, Explain, Hit, SearchRequest
 
 _ASCII_TOKEN = re.compile(r"[a-z0-9_]+")
-_CJK = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]"
-)
 DAY = 86400.0
 
 
@@ -84,7 +82,7 @@ def mmr_tokens(text: str) -> frozenset[str]:
     tokens = set(_ASCII_TOKEN.findall(lowered))
     previous = ""
     for char in lowered:
-        if _CJK.match(char):
+        if CJK.match(char):
             tokens.add(char)
             if previous:
                 tokens.add(previous + char)
@@ -148,6 +146,10 @@ def citations_on(mode: str, session_key: str | None) -> bool:
     )
     tokens = set(re.split(r"[:/]", rest.lower()))
     return not ({"channel", "group"} & tokens)
+
+
+SOURCE = "\n\nSource: "
+"""What comes between a hit's snippet and its citation when citations are on."""
 
 
 def citation(hit: Hit) -> str:
@@ -215,6 +217,16 @@ def weigh(result: BackendResult, config: Config, *, now: float) -> list[Hit]:
     return ordered
 
 
+TOLERANCE = 1e-9
+"""How far under a threshold a score may be and still reach it: ``0.6 × 1/3`` is
+``0.19999999999999998`` in floating point, and must pass ``min_score = 0.2``."""
+
+
+def reaches(score: float, threshold: float) -> bool:
+    """``score >= threshold``, forgiving floating-point error (:data:`TOLERANCE`)."""
+    return score >= threshold - TOLERANCE
+
+
 def select(
     hits: Sequence[Hit], result: BackendResult, request: SearchRequest
 ) -> tuple[list[Hit], list[Hit]]:
@@ -227,10 +239,10 @@ def select(
     def relevance(hit: Hit) -> float:
         return hit.explain.relevance if hit.explain else hit.score
 
-    passing = [h for h in hits if relevance(h) >= request.min_score]
+    passing = [h for h in hits if reaches(relevance(h), request.min_score)]
     if not passing and result.relaxed_min_score is not None:
         floor = min(request.min_score, result.relaxed_min_score)
-        passing = [h for h in hits if h.text_score is not None and relevance(h) >= floor]
+        passing = [h for h in hits if h.text_score is not None and reaches(relevance(h), floor)]
     chosen = {id(h) for h in passing}
     dropped = [
         _drop(h, f"relevance {relevance(h):.3f} under min_score = {request.min_score:g}")
@@ -279,8 +291,11 @@ def shape_all(
         hit = trim_hit(found, shown)
         first, snippet = window(hit.snippet, request.query, q.max_snippet_chars)
         note_shown(hit, first, snippet, shown)
+        before = len(passages)
         gather(passages, hit, first, snippet, offset=used, reading=q.merge_reading_chars)
         used += len(snippet)
+        if decorate and len(passages) > before:  # a hit of its own: its Source line is read
+            used += len(SOURCE) + len(citation(hit))
         taken += 1
     beyond = f"beyond max_results = {request.max_results}"
     dropped = [_drop(h, beyond) for h in passing[taken:]] + dropped
@@ -288,7 +303,7 @@ def shape_all(
     for passage in passages:
         hit = passage.hit()
         cite = citation(hit) if decorate else None
-        snippet = f"{hit.snippet.strip()}\n\nSource: {cite}" if cite else hit.snippet
+        snippet = f"{hit.snippet.strip()}{SOURCE}{cite}" if cite else hit.snippet
         shaped.append(dataclasses.replace(hit, snippet=snippet, citation=cite))
     final = clamp_budget(shaped, q.max_injected_chars)
     if not explain:

@@ -11,15 +11,45 @@ whole document, and :func:`best_runs` the next best runs too. Keywords may be we
 from __future__ import annotations
 
 import bisect
+import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from ._keywords import query_keywords
+from ._keywords import CJK, query_keywords
 
 
 def _stem(word: str) -> str:
     """A crude stem, enough to match "flights" with "flight" or "allergic" with "allergy"."""
     return word[: max(4, len(word) - 3)] if len(word) > 4 else word
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern(stem: str) -> re.Pattern[str] | None:
+    """Where ``stem`` counts as found: at the start of a word ("car" is not in "scar"),
+    and a stem of at most 3 letters as the whole word or its plural ("car", "cars", not
+    "care" or "career"). ``None`` for a stem with CJK characters (no spaces between words:
+    found anywhere)."""
+    if CJK.search(stem):
+        return None
+    tail = r"(?:e?s)?(?!\w)" if len(stem) <= 3 else ""
+    return re.compile(r"(?<!\w)" + re.escape(stem) + tail)
+
+
+def _positions(stem: str, text: str) -> Iterator[int]:
+    """Where ``stem`` is found in (lower-cased) ``text``, see :func:`_pattern`."""
+    pattern = _pattern(stem)
+    if pattern is not None:
+        yield from (m.start() for m in pattern.finditer(text))
+        return
+    at = text.find(stem) if stem else -1
+    while at >= 0:
+        yield at
+        at = text.find(stem, at + 1)
+
+
+def _contains(text: str, stem: str) -> bool:
+    return next(_positions(stem, text), None) is not None
 
 
 def _stem_weights(query: str, weights: Mapping[str, float] | None) -> dict[str, float]:
@@ -49,10 +79,8 @@ def _terms(lines: Sequence[str], stems: Iterable[str]) -> list[frozenset[str]]:
     text = "\n".join(lowered)
     found: dict[int, set[str]] = {}
     for stem in stems:
-        at = text.find(stem) if stem else -1
-        while at >= 0:
+        for at in _positions(stem, text):
             found.setdefault(bisect.bisect_right(starts, at) - 1, set()).add(stem)
-            at = text.find(stem, at + 1)
     out = [frozenset[str]()] * len(lines)
     for index, hits in found.items():
         out[index] = frozenset(hits)
@@ -71,7 +99,7 @@ def keyword_coverage(query: str, text: str, weights: Mapping[str, float] | None 
     if not stems or total <= 0:
         return 1.0
     lowered = text.lower()
-    return sum(w for s, w in stems.items() if s in lowered) / total
+    return sum(w for s, w in stems.items() if _contains(lowered, s)) / total
 
 
 def term_weights(terms: list[frozenset[str]]) -> dict[str, float]:

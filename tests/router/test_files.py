@@ -183,3 +183,27 @@ def test_journal_outside_memory_dir_is_readable(ws: Path) -> None:
 def test_invalid_utf8_is_replaced_not_an_error(ws: Path) -> None:
     (ws / "memory" / "bytes.md").write_bytes(b"caf\xe9\n")
     assert read_memory_file(config_for(ws), "memory/bytes.md").text == "caf\ufffd\n"
+
+
+def test_a_search_citation_reads_the_lines_it_names(ws: Path) -> None:
+    """An agent can pass a search result's citation straight back: ``path#La-Lb``."""
+    config = config_for(ws)
+    ranged = read_memory_file(config, "memory/2026-01-01.md#L2-L3")
+    assert (ranged.path, ranged.text, ranged.from_line, ranged.lines) == (
+        "memory/2026-01-01.md",
+        "line 2\nline 3",
+        2,
+        2,
+    )
+    assert read_memory_file(config, "MEMORY.md#L4").text == "line 4"
+    # The location as `memory-router search` prints a hit: path:first-last.
+    assert read_memory_file(config, "memory/2026-01-01.md:2-3").text == ranged.text
+    assert read_memory_file(config, "MEMORY.md:4").text == "line 4"
+    # The citation is checked like any path: it cannot reach outside the memory files.
+    with pytest.raises(InvalidInput, match="not a memory file"):
+        read_memory_file(config, "../secret.md#L1-L2")
+    with pytest.raises(InvalidInput, match="is empty") as empty:
+        read_memory_file(config, "MEMORY.md#L3-L2")
+    assert "#L<first>-L<last>" in (empty.value.hint or "")
+    with pytest.raises(InvalidInput, match="from_line / lines were given too"):
+        read_memory_file(config, "MEMORY.md#L1-L2", from_line=1)

@@ -120,6 +120,15 @@ def test_min_score_relaxes_to_keyword_hits() -> None:
     assert shape(strict, request(), config) == []
 
 
+def test_a_score_at_the_threshold_passes_despite_floating_point_error() -> None:
+    # A third of the keywords matched, weighted 0.6: 0.19999999999999998, not 0.2.
+    at = 0.6 * (1 / 3)
+    assert at < 0.2
+    config = load_config(None, environ={}, overrides={"citations": "off"})
+    result = BackendResult(hits=(hit("a.md", at, text=at), hit("b.md", 0.19)), mode="hybrid")
+    assert [h.path for h in shape(result, request(min_score=0.2), config)] == ["a.md"]
+
+
 def test_max_results_and_snippet_cap() -> None:
     config = load_config(
         None, environ={}, overrides={"citations": "off", "query": {"max_snippet_chars": 5}}
@@ -325,3 +334,58 @@ def test_lines_a_better_hit_did_not_show_are_kept(tmp_path: Path) -> None:
     assert "[D1:4]" not in out[0].snippet
     assert (out[1].start_line, out[1].end_line) == (4, 8)
     assert out[1].snippet.startswith("[D1:4]")
+
+
+def test_a_hit_between_two_passages_makes_them_one(tmp_path: Path) -> None:
+    # Chunks 1-3 and 7-9 rank first and third; chunk 4-6, between them, joins both.
+    overrides = {"workspace": str(tmp_path), "citations": "off"}
+    config = load_config(None, environ={}, overrides=overrides)
+    upper = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:3])
+    other = _lines_hit("memory/b.md", 0.85, 1, TURNS[0:2])
+    lower = _lines_hit("memory/a.md", 0.8, 7, TURNS[6:9])
+    middle = _lines_hit("memory/a.md", 0.7, 4, TURNS[3:6])
+    last = _lines_hit("memory/c.md", 0.6, 1, TURNS[0:1])  # gets a place freed
+    result = BackendResult(hits=(upper, other, lower, middle, last), mode="keyword")
+    out = shape(result, request(min_score=0.0, max_results=4), config, explain=True)
+    assert [(h.path, h.start_line, h.end_line) for h in out] == [
+        ("memory/a.md", 1, 9),
+        ("memory/b.md", 1, 2),
+        ("memory/c.md", 1, 1),
+    ]
+    assert out[0].snippet.split("\n") == TURNS[0:9]  # each line once, in line order
+    assert out[0].score == 0.9
+    assert out[0].explain is not None
+    assert set(out[0].explain.merged) == {"4-6", "7-9"}
+
+
+def test_a_bridge_never_pulls_text_read_later_up(tmp_path: Path) -> None:
+    # The reading budget ends inside the lower hit's snippet, and the middle one comes
+    # after it: joining it (and so the lower one) to the upper hit would move text read
+    # later into what the agent reads first, so the three stay apart.
+    upper = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:3])
+    lower = _lines_hit("memory/a.md", 0.8, 7, TURNS[6:9])
+    middle = _lines_hit("memory/a.md", 0.7, 4, TURNS[3:6])
+    overrides = {"workspace": str(tmp_path), "citations": "off"}
+    overrides["query"] = {"merge_reading_chars": len(upper.snippet) + 10}
+    config = load_config(None, environ={}, overrides=overrides)
+    result = BackendResult(hits=(upper, lower, middle), mode="keyword")
+    out = shape(result, request(min_score=0.0), config)
+    assert [(h.start_line, h.end_line) for h in out] == [(1, 3), (7, 9), (4, 6)]
+
+
+def test_the_reading_budget_counts_the_source_lines_an_agent_reads(tmp_path: Path) -> None:
+    # Without citations both snippets fit the reading budget and are grouped; with them,
+    # the first hit's "Source: …" line is read too, the second no longer fits, and it
+    # stays a hit of its own (merging would move its text across the budget's end).
+    better = _lines_hit("memory/a.md", 0.9, 1, TURNS[0:5])
+    below = _lines_hit("memory/a.md", 0.8, 6, TURNS[5:8])
+    reading = len(better.snippet) + len(below.snippet) + 5
+    result = BackendResult(hits=(better, below), mode="keyword")
+    spans = {}
+    for mode in ("off", "on"):
+        overrides = {"workspace": str(tmp_path), "citations": mode}
+        overrides["query"] = {"merge_reading_chars": reading}
+        config = load_config(None, environ={}, overrides=overrides)
+        out = shape(result, request(min_score=0.0), config)
+        spans[mode] = [(h.start_line, h.end_line) for h in out]
+    assert spans == {"off": [(1, 8)], "on": [(1, 5), (6, 8)]}

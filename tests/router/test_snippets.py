@@ -52,3 +52,17 @@ def test_best_runs_do_not_overlap_and_each_holds_a_keyword() -> None:
     assert best_runs(lines, "hotel", max_chars=10, count=5) == [(0, 1), (3, 4)]
     assert best_runs(lines, "quantum", max_chars=10, count=3) == [(0, 1)]  # the head only
     assert best_runs([], "hotel", max_chars=10) == []
+
+
+def test_a_keyword_is_found_at_the_start_of_a_word_not_inside_one() -> None:
+    # "car" is not in "care" or "scar", "serviced" (stem "servi") is in "service"; a short
+    # keyword matches itself and its plural only.
+    people = "Mira owns the payments service; her mother is in a care home. Old scar."
+    car = "Took the car to the garage; it was serviced on Friday."
+    assert keyword_coverage("when is the car serviced", people) == 0.5
+    assert keyword_coverage("when is the car serviced", car) == 1.0
+    assert keyword_coverage("car", "two cars and a bus") == 1.0
+    assert keyword_coverage("art class", "we started a party") == 0.0
+    assert keyword_coverage("東京 旅行", "東京に旅行しました") == 1.0  # no spaces: anywhere
+    lines = [people, car]
+    assert best_lines(lines, "when is the car serviced", 60) == (1, 2)
