@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,18 @@ from ._vectors import VectorCache
 from ._warm import FtsWarmth
 
 
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """What one search reads from memory: the generation's tables, the search's scope
+    (``None`` when its filters exclude everything), whether that table has an FTS index
+    (then held whole in LanceDB's cache), and the chunks' vectors and rows when held."""
+
+    tables: Tables
+    scope: Scope | None
+    has_fts: bool
+    loaded: _vectors.Loaded | None
+
+
 class LanceBackend(Backend):
     """Chunks and entries in LanceDB tables (see the package docstring)."""
 
@@ -65,7 +78,7 @@ class LanceBackend(Backend):
         started = time.perf_counter()
         embedder = self.context.embedder
         before = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
-        with self.store.write_lock:
+        with self.store.writing("sync"):
             counts, reason = self.store.guard(
                 "sync",
                 lambda: sync_generation(
@@ -79,7 +92,11 @@ class LanceBackend(Backend):
                 long=True,
             )
             pointer = self.store.guard("sync", self.store.pointer)
-            tables = self.store.tables(pointer.generation) if pointer else None
+            tables = (
+                self.store.guard("sync", lambda: self.store.tables(pointer.generation))
+                if pointer
+                else None
+            )
             notes = self._maintain(tables, counts.chunks_written, rebuilt=reason is not None)
             chunks = self.store.guard("sync", lambda: tables.chunks.count_rows()) if tables else 0
         after = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
@@ -113,7 +130,7 @@ class LanceBackend(Backend):
         pointer = self._pointer()
         if pointer is None:
             return {}
-        with self.store.write_lock:
+        with self.store.writing("optimize"):
             done: dict[str, Any] = self.store.guard(
                 "optimize",
                 lambda: _housekeeping.optimize(self.store, self.store.tables(pointer.generation)),
@@ -134,9 +151,57 @@ class LanceBackend(Backend):
         # Embedding is no object-store call: a slow provider must not use up the store's
         # deadline, nor mark a store that answers as unreachable.
         query_vector, note = self._embedded(pointer, request.query)
+        ready = self._ready(pointer, request, vectors=query_vector is not None)
         return self.store.guard(  # type: ignore[no-any-return]
-            "search", lambda: self._search(pointer, request, query_vector, note)
+            "search", lambda: self._search(ready, request, query_vector, note)
         )
+
+    def _ready(self, pointer: Pointer, request: SearchRequest, *, vectors: bool) -> Ready:
+        """What the search reads from memory, loaded first when it is not held yet.
+
+        A first load (the tables opened, the FTS index read whole, the chunks' vectors
+        and rows) reads a big table's every byte: on object storage it may outlast one
+        call's deadline, so it is long work, going on while the store answers the probe;
+        a search waiting for another's load waits the same way, instead of using up its
+        deadline and marking an answering store unreachable. Finding it all held already
+        is one short call.
+        """
+        check = functools.partial(self._prepared, pointer, request, vectors=vectors)
+        held: Ready | None = self.store.guard("search", lambda: check(load=False))
+        if held is not None:
+            return held
+        ready: Ready = self.store.guard("search", lambda: check(load=True), long=True)
+        return ready
+
+    def _prepared(
+        self, pointer: Pointer, request: SearchRequest, *, vectors: bool, load: bool
+    ) -> Ready | None:
+        """The search's :class:`Ready`, loading what it lacks when ``load``; else
+        ``None`` unless all of it is held (then it reads no index or data object)."""
+        generation = pointer.generation
+        tables = self.store.tables(generation) if load else self.store.opened(generation)
+        if tables is None:
+            return None
+        scope = _search.scope(tables, request.sources, request.category)
+        if scope is None:
+            return Ready(tables, None, has_fts=False, loaded=None)
+        has_fts = _housekeeping.has_fts(scope.table)
+        version = int(scope.table.version)
+        if has_fts and not self._fts.warm(scope.table, version):
+            if not load:
+                return None
+            self._fts.ensure(scope.table)
+        # ``auto`` prefers the vectors in memory while they fit, ANN index or not: exact,
+        # and on object storage an ANN query fetches its ``refine_factor × k``
+        # candidates' vectors row by row (about 190 requests a query at 100k chunks).
+        if not (vectors and scope.chunks and self.settings.vector_search != "lance"):
+            return Ready(tables, scope, has_fts=has_fts, loaded=None)
+        if load:
+            budget = self.settings.memory_budget_mb * 2**20
+            loaded = self._vectors.load(generation, tables.chunks, budget)
+            return Ready(tables, scope, has_fts=has_fts, loaded=loaded)
+        known, loaded = self._vectors.held(generation, version)
+        return Ready(tables, scope, has_fts=has_fts, loaded=loaded) if known else None
 
     def _embedded(self, pointer: Pointer, query: str) -> tuple[Any, tuple[str, ...]]:
         """The query's vector (``None`` without one) and a note when embedding failed."""
@@ -150,26 +215,21 @@ class LanceBackend(Backend):
 
     def _search(
         self,
-        pointer: Pointer,
+        ready: Ready,
         request: SearchRequest,
         query_vector: Any,
         note: tuple[str, ...],
     ) -> BackendResult:
-        tables = self.store.tables(pointer.generation)
-        scope = _search.scope(tables, request.sources, request.category)
+        tables, scope, loaded = ready.tables, ready.scope, ready.loaded
         if scope is None:
             return self._result(tables, [], mode="hybrid", relaxed=None)
-        has_fts = _housekeeping.has_fts(scope.table)
-        if has_fts:
-            self._fts.ensure(scope.table)
         if query_vector is None:
-            rows = self._keyword(scope, request, None) if has_fts else {}
+            rows = self._keyword(scope, request, None) if ready.has_fts else {}
             hits = [self._hit(r, text_score=r.score) for r in rows.values()]
             return self._result(tables, hits, mode="keyword", relaxed=0.0, notes=note)
-        loaded = self._loaded_vectors(tables) if scope.chunks else None
         keyword_leg: Future[dict[str, Row]] | None = None
         hybrid = self.context.config.query.hybrid
-        if hybrid.enabled and has_fts:  # beside the vector leg (LanceDB releases the GIL)
+        if hybrid.enabled and ready.has_fts:  # beside the vector leg (LanceDB releases the GIL)
             keyword_leg = on_thread(self._keyword, scope, request, loaded)
         vector = self._vector_rows(scope, loaded, query_vector, request)
         if keyword_leg is None:
@@ -191,19 +251,6 @@ class LanceBackend(Backend):
             known=loaded,
             columns=scope.columns,
         )
-
-    def _loaded_vectors(self, tables: Tables) -> _vectors.Loaded | None:
-        """The chunks' vectors and rows in memory, when ``vector_search`` uses them (the
-        caller checked the generation has vectors).
-
-        ``auto`` prefers memory while it fits, ANN index or not: exact, and on object
-        storage an ANN query fetches its ``refine_factor × k`` candidates' vectors row by
-        row (about 190 requests a query at 100k chunks).
-        """
-        if self.settings.vector_search == "lance":
-            return None
-        budget = self.settings.memory_budget_mb * 2**20
-        return self._vectors.load(tables.generation, tables.chunks, budget)
 
     def _vector_rows(
         self,
@@ -307,7 +354,7 @@ class LanceBackend(Backend):
         return staging
 
     def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
-        with self.store.write_lock:
+        with self.store.writing("import"):
             written: int = self.store.guard(
                 "import",
                 lambda: _transfer.import_chunks(

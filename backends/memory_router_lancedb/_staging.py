@@ -79,7 +79,7 @@ class LanceStaging(Staging):
             self.store.delete_meta(STAGING_KEY)
             self.store.prune(self.tables.generation)
 
-        with self.store.write_lock:
+        with self.store.writing("migrate"):
             self.store.guard("migrate", run, long=True)
 
     def discard(self) -> None:

@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -30,6 +31,10 @@ from ._lance import lancedb, on_thread, translate, unreachable, with_retries, wi
 from ._settings import LanceSettings, is_remote
 
 KINDS = ("chunks", "entries", "files")
+ABANDONED_HINT = (
+    "retry in a moment: it ends once the object store answers it again or LanceDB gives"
+    " up on it (restarting the process ends it at once)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +75,10 @@ class LanceStore:
         # it may be tried again.
         self.call_timeout_s = settings.connect_timeout_s + settings.request_timeout_s
         self._down: tuple[float, BackendUnavailable] | None = None
+        # The thread holding ``write_lock`` (see :meth:`writing`), and the last write that
+        # :meth:`_watched` gave up on while it may still be running.
+        self._writer: int | None = None
+        self._abandoned: Future[Any] | None = None
 
     def guard(self, doing: str, action: Callable[[], Any], *, long: bool = False) -> Any:
         """Run ``action``, translating any third-party error (see :mod:`._lance`).
@@ -85,6 +94,9 @@ class LanceStore:
         try:
             if not self.remote:
                 return action()
+            # Imported before the deadline starts: the first import takes seconds on a
+            # busy machine, and a slow import is no unanswering store.
+            lancedb()
             if long:
                 return self._watched(action)
             return within(action, self.call_timeout_s)
@@ -96,14 +108,55 @@ class LanceStore:
     def _watched(self, action: Callable[[], Any]) -> Any:
         """``action`` on a thread of its own, given up on (left to end there) when the
         store stops answering the probe: LanceDB alone would wait about eight request
-        timeouts for each unanswered call of it."""
+        timeouts for each unanswered call of it. A write given up on is remembered, so
+        the next writer waits for it (:meth:`writing`)."""
         self._probe()
         future = on_thread(action)
-        while True:
+        try:
+            while True:
+                try:
+                    return future.result(self.call_timeout_s)
+                except FutureTimeout:
+                    self._probe()
+        except BaseException:
+            if not future.done() and self._writer == threading.get_ident():
+                self._abandoned = future
+            raise
+
+    @contextlib.contextmanager
+    def writing(self, doing: str) -> Iterator[None]:
+        """Hold :attr:`write_lock` for a write, once a write given up on earlier has ended.
+
+        A write :meth:`_watched` gave up on goes on on its thread until the store answers
+        it again or LanceDB gives up on it; the next writer of this process waits for
+        that, at most ``call_timeout_s``, so two writes never interleave. Raises
+        :class:`BackendUnavailable` while the store is known to be down, or when the
+        earlier write is still running after that wait.
+        """
+        self._check_down()
+        with self.write_lock:
+            self._await_abandoned(doing)
+            self._writer = threading.get_ident()
             try:
-                return future.result(self.call_timeout_s)
-            except FutureTimeout:
-                self._probe()
+                yield
+            finally:
+                self._writer = None
+
+    def _await_abandoned(self, doing: str) -> None:
+        abandoned = self._abandoned
+        if abandoned is None:
+            return
+        try:
+            abandoned.exception(self.call_timeout_s)  # its own error was reported then
+        except FutureTimeout:
+            raise BackendUnavailable(
+                f"lancedb {doing} failed at {self.shown_uri}: an earlier write, given up on"
+                " when the object store stopped answering, is still running"
+                f" (waited {self.call_timeout_s:g} s for it to end)",
+                backend=self.name,
+                hint=ABANDONED_HINT,
+            ) from None
+        self._abandoned = None
 
     def _probe(self) -> None:
         """One listing request within ``call_timeout_s`` (the connection as it is: a
@@ -242,6 +295,10 @@ class LanceStore:
         self._pointer_version = version
         return pointer
 
+    def opened(self, generation: str) -> Tables | None:
+        """The generation's tables if this process has them open (no call, no lock)."""
+        return self._tables.get(generation)
+
     def tables(self, generation: str) -> Tables:
         with self._lock:
             if generation not in self._tables:
@@ -306,7 +363,7 @@ class LanceStore:
 
         A local table too damaged to drop through LanceDB has its folder removed instead.
         """
-        with self.write_lock:
+        with self.writing("reset"):
             names = self.guard("reset", self.table_names)
             self.close()
             for name in names:

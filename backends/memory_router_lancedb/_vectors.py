@@ -104,16 +104,23 @@ class VectorCache:
         self._loaded: Loaded | None = None
         self._too_big: tuple[str, int] | None = None  # the version that did not fit
 
+    def held(self, generation: str, version: int) -> tuple[bool, Loaded | None]:
+        """Whether :meth:`load` would answer for ``version`` without reading (the vectors
+        are held, or known not to fit), and the vectors held (no call, no lock)."""
+        key = (generation, version)
+        loaded = self._loaded
+        if loaded is not None and loaded.key == key:
+            return True, loaded
+        return self._too_big == key, None
+
     def load(self, generation: str, table: Any, budget_bytes: int) -> Loaded | None:
         """The vectors, or ``None`` when they would not fit ``budget_bytes`` (or a commit
         came in while they were read: the next query reads that version)."""
         version = int(table.version)
         key = (generation, version)
-        loaded = self._loaded
-        if loaded is not None and loaded.key == key:
+        known, loaded = self.held(generation, version)
+        if known:
             return loaded
-        if self._too_big == key:
-            return None
         with self._lock:
             old = self._loaded
             if old is not None and old.key == key:

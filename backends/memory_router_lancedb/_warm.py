@@ -27,13 +27,17 @@ class FtsWarmth:
         self._lock = threading.Lock()
         self._warm: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
+    def warm(self, table: Any, version: int) -> bool:
+        """Whether ``table``'s index was loaded at ``version`` (no call, no lock)."""
+        return self._warm.get(table) == version
+
     def ensure(self, table: Any) -> None:
         """Load ``table``'s FTS index into the cache unless done at its current version."""
         version = int(table.version)
-        if self._warm.get(table) == version:
+        if self.warm(table, version):
             return
         with self._lock:
-            if self._warm.get(table) == version:
+            if self.warm(table, version):
                 return
             if self.index in {i.name for i in table.list_indices()}:  # from the manifest
                 table.prewarm_index(self.index)

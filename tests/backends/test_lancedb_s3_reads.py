@@ -6,29 +6,13 @@ the vector leg is the in-memory matrix; only the consistency checks (listings of
 
 from __future__ import annotations
 
-import random
 import uuid
 from pathlib import Path
 
-from memory_router import Router, SearchRequest, testing
+from memory_router import SearchRequest
+from s3_helpers.corpus import QUERIES, lance_router
 from s3_helpers.counting_proxy import CountingProxy
 from s3_helpers.moto_server import BUCKET, S3Server
-
-QUERIES = ("glaze firing", "garlic frost", "celadon bowls", "kiln degrees")
-
-
-def files(count: int = 120, paragraphs: int = 8) -> dict[str, str]:
-    """Enough text that LanceDB reads its FTS index in pieces (posting lists) when cold."""
-    rng = random.Random(7)
-    words = [f"{a}{b}" for a in ("gla", "fro", "cel", "ki", "bo", "ga") for b in range(300)]
-    words += " ".join(QUERIES).split()
-    return {
-        f"memory/n{i:03d}.md": "\n\n".join(
-            " ".join(rng.choice(words) for _ in range(60)) for _ in range(paragraphs)
-        )
-        + "\n"
-        for i in range(count)
-    }
 
 
 def request(query: str) -> SearchRequest:
@@ -36,21 +20,12 @@ def request(query: str) -> SearchRequest:
 
 
 def test_a_warm_hybrid_query_reads_no_object(tmp_path: Path, s3_server: S3Server) -> None:
-    workspace = testing.write_workspace(tmp_path / "workspace", files())
     with CountingProxy(s3_server.endpoint) as proxy:
         settings = {
             "uri": f"s3://{BUCKET}/reads/{uuid.uuid4().hex}",
             "storage_options": s3_server.options(endpoint=proxy.endpoint),
         }
-        config = testing.router_config(
-            tmp_path,
-            workspace,
-            backend="lancedb",
-            embedding="hash",
-            settings=settings,
-            sync={"on_search": False},
-        )
-        with Router.from_config(config, plugins=[testing]) as router:
+        with lance_router(tmp_path, settings) as router:
             router.sync()
             backend = router.backend("lancedb")
             backend.search(request("bowls"))  # loads the vectors and the FTS index
