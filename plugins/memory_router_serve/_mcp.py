@@ -45,8 +45,8 @@ SEARCH_DOC = (
 )
 GET_DOC = (
     "Safe snippet read from MEMORY.md or memory/*.md with optional from/lines; use after "
-    "memory_search to pull only the lines you need and keep the context small. A missing "
-    "file gives empty text."
+    "memory_search to pull only the lines you need and keep the context small. A hit's "
+    "citation (path#L3-L9) may be passed as the path. A missing file gives empty text."
 )
 STORE_DOC = (
     "Store a durable memory (a preference, fact, decision or contact) the user wants kept "

@@ -59,6 +59,14 @@ async def exercise(session: ClientSession) -> None:
         "path": "MEMORY.md",
         "text": "- Prefers green tea over coffee in the morning.",
     }
+    # The hit's own location goes straight back: path#L<start>-L<end>.
+    cited = f"{hit['path']}#L{hit['startLine']}-L{hit['endLine']}"
+    lines = await call(session, "memory_get", {"path": cited})
+    assert lines.structured_content["path"] == hit["path"]
+    assert "Lisbon" in lines.structured_content["text"]
+    assert (
+        len(lines.structured_content["text"].split("\n")) == hit["endLine"] - hit["startLine"] + 1
+    )
 
     stored = await call(session, "memory_store", {"text": "Remember the fern", "category": "fact"})
     entry_id = stored.structured_content["id"]
