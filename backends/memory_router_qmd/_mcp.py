@@ -7,6 +7,14 @@ longer than the router's breaker cooldown, so a half-open probe may always resta
 and resets after a good answer. A call that times out kills the child's process group (a
 hung child would block every later call); a child that prints something other than
 JSON-RPC on stdout is killed too, and every waiting call fails at once with that line.
+
+A call's ``timeout`` is its whole budget, a start of the child included: the start runs
+on a thread of its own (its ``initialize`` handshake gets ``start_timeout``), a call
+waits for it only until its own deadline, and the request gets the rest. A late start
+goes on in the background, so a slow child still comes up for the next call. A child
+given up on is killed and reaped on a thread of its own (bounded: SIGTERM,
+``_HUNG_GRACE_S``, SIGKILL), so the caller falls back at its deadline, not at its
+deadline plus ``kill_grace_s``; ``close`` waits for those threads.
 """
 
 from __future__ import annotations
@@ -35,6 +43,16 @@ class _Pending:
     error: BackendError | None = None
 
 
+@dataclass(slots=True)
+class _Start:
+    """A start of the child in progress; ``done`` is set once it answered or failed."""
+
+    began: float = field(default_factory=time.monotonic)
+    done: threading.Event = field(default_factory=threading.Event)
+    child: _Child | None = None
+    error: BackendError | None = None
+
+
 class _Child:
     """One running ``qmd mcp`` process and its two reader threads."""
 
@@ -46,6 +64,7 @@ class _Child:
         self.stderr: deque[str] = deque(maxlen=64)
         self.broken: BackendError | None = None
         self.killed = False
+        self.retired = False
         self._on_exit = on_exit
         self._threads = [
             threading.Thread(target=self._read_stdout, name="qmd-mcp-out", daemon=True),
@@ -178,11 +197,23 @@ class McpSidecar:
         self._backoff = 0.0
         self._retry_at = 0.0
         self._closed = False
+        self._reapers: list[threading.Thread] = []
+        self._starting: _Start | None = None
 
     def call_tool(self, name: str, arguments: dict[str, Any], *, timeout: float) -> dict[str, Any]:
-        """``tools/call`` → the result object; a tool error (``isError``) raises BackendError."""
-        child = self._ensure()
-        result = self._request(child, "tools/call", {"name": name, "arguments": arguments}, timeout)
+        """``tools/call`` → the result object; a tool error (``isError``) raises BackendError.
+
+        ``timeout`` bounds the whole call, a start of the child included.
+        """
+        deadline = time.monotonic() + timeout
+        child = self._ensure(deadline)
+        result = self._request(
+            child,
+            "tools/call",
+            {"name": name, "arguments": arguments},
+            max(0.0, deadline - time.monotonic()),
+            late=f"qmd mcp tools/call gave no answer within {timeout:g} s (sidecar killed)",
+        )
         if result.get("isError"):
             text = " ".join(
                 c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)
@@ -193,34 +224,73 @@ class McpSidecar:
         self._backoff = 0.0
         return result
 
-    def _ensure(self) -> _Child:
+    def _ensure(self, deadline: float) -> _Child:
+        """The running child, or the one a start (begun now, or by another call) yields
+        before ``deadline``; the start itself goes on in the background if it is late."""
         with self._lock:
             if self._closed:
                 raise BackendUnavailable("backend is closed", backend=self.runner.backend)
-            if self._child is not None and self._child.broken is None:
-                return self._child
-            if self._child is not None:
-                self._retire(self._child)
-            down = self.down_reason()
-            if down is not None:
-                raise BackendUnavailable(down, backend=self.runner.backend)
-            return self._start()
+            start = self._starting
+            if start is None:
+                child = self._child
+                if child is not None and child.broken is None:
+                    return child
+                if child is not None:
+                    self._retire(child)
+                down = self.down_reason()
+                if down is not None:
+                    raise BackendUnavailable(down, backend=self.runner.backend)
+                start = self._starting = _Start()
+                threading.Thread(
+                    target=self._start, args=(start,), name="qmd-mcp-start", daemon=True
+                ).start()
+        if not start.done.wait(max(0.0, deadline - time.monotonic())):
+            raise BackendTimeout(
+                "qmd mcp did not answer its start-up handshake within"
+                f" {round(time.monotonic() - start.began, 1):g} s (it may go on starting in"
+                f" the background for up to {self.start_timeout:g} s)",
+                backend=self.runner.backend,
+            )
+        if start.error is not None:
+            raise start.error
+        assert start.child is not None
+        return start.child
 
-    def _start(self) -> _Child:
-        self.starts += 1
-        child = _Child(self.runner, self._exited)
-        self._child = child
+    def _start(self, start: _Start) -> None:
+        """Start a child and shake hands (on a thread of its own, within ``start_timeout``)."""
         try:
-            self._request(child, "initialize", _initialize_params(), self.start_timeout)
-            child.send({"jsonrpc": "2.0", "method": "notifications/initialized"}, None)
+            self.starts += 1
+            child = start.child = _Child(self.runner, self._exited)
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    self._child = child  # so that close() stops it
+            if closed:
+                child.stop(grace=0)
+                raise BackendUnavailable("backend is closed", backend=self.runner.backend)
+            late = (
+                f"qmd mcp did not answer its start-up handshake within {self.start_timeout:g} s"
+                " (sidecar killed)"
+            )
+            try:
+                self._request(
+                    child, "initialize", _initialize_params(), self.start_timeout, late=late
+                )
+                child.send({"jsonrpc": "2.0", "method": "notifications/initialized"}, None)
+            except BackendError as error:
+                self._record_failure(error.message)
+                with self._lock:
+                    self._retire(child)
+                raise
         except BackendError as error:
-            self._record_failure(error.message)
-            self._retire(child)
-            raise
-        return child
+            start.error = error
+        finally:
+            with self._lock:
+                self._starting = None
+            start.done.set()
 
     def _request(
-        self, child: _Child, method: str, params: dict[str, Any], timeout: float
+        self, child: _Child, method: str, params: dict[str, Any], timeout: float, *, late: str
     ) -> dict[str, Any]:
         with self._id_lock:
             self._ids += 1
@@ -228,11 +298,10 @@ class McpSidecar:
         slot = _Pending()
         child.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params}, slot)
         if not slot.done.wait(timeout):
-            message = f"qmd mcp {method} gave no answer within {timeout:g} s (sidecar killed)"
-            self._record_failure(message)
-            child.broken = child.broken or BackendTimeout(message, backend=self.runner.backend)
-            child.terminate()
-            raise BackendTimeout(message, backend=self.runner.backend)
+            self._record_failure(late)
+            child.broken = child.broken or BackendTimeout(late, backend=self.runner.backend)
+            self._retire(child)  # killed in the background: the caller falls back now
+            raise BackendTimeout(late, backend=self.runner.backend)
         if slot.error is not None:
             self._record_failure(slot.error.message)
             raise slot.error
@@ -252,9 +321,17 @@ class McpSidecar:
             )
 
     def _retire(self, child: _Child) -> None:
-        child.stop(grace=0.5)
+        """Stop ``child`` on a reaper thread (bounded; ``close`` joins it)."""
         if self._child is child:
             self._child = None
+        if child.retired:
+            return
+        child.retired = True
+        reaper = threading.Thread(
+            target=child.stop, kwargs={"grace": _HUNG_GRACE_S}, name="qmd-mcp-reaper", daemon=True
+        )
+        self._reapers = [r for r in self._reapers if r.is_alive()] + [reaper]
+        reaper.start()
 
     @property
     def pid(self) -> int | None:
@@ -278,12 +355,18 @@ class McpSidecar:
         }
 
     def close(self) -> None:
-        # Not under ``self._lock``: a start in progress holds it while it waits for the
-        # child's ``initialize`` (up to ``start_timeout``); stopping the child ends that wait.
-        self._closed = True
-        child, self._child = self._child, None
+        # A start in progress waits for its child's ``initialize`` (up to ``start_timeout``)
+        # on its own thread, not under the lock: stopping the child ends that wait.
+        with self._lock:
+            self._closed = True
+            child, self._child = self._child, None
+            start = self._starting
         if child is not None:
             child.stop()
+        if start is not None:
+            start.done.wait(_HUNG_GRACE_S * 4)
+        for reaper in list(self._reapers):
+            reaper.join()
 
 
 def _initialize_params() -> dict[str, Any]:

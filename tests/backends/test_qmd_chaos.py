@@ -17,7 +17,7 @@ import pytest
 
 from memory_router import Router, load_config
 from qmd_fakes.helpers import install_fake, set_chaos
-from qmd_fakes.processes import alive
+from qmd_fakes.processes import alive, running_from, wait_until
 
 MODES = ["crash", "die-mid-answer", "hang", "garbage", "slow:30"]
 # Every mode on an MCP request; the quick ones on a CLI query; start faults that hang or lie.
@@ -196,3 +196,59 @@ def test_closing_with_a_query_the_sidecar_never_answered_kills_it_at_once(
     router.close()
     assert time.monotonic() - started < 30.0  # half the kill grace: not waited for
     assert not alive(hung)
+
+
+def test_a_hung_sidecar_start_costs_the_search_budget_not_the_start_budget(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # An operator's hung `qmd mcp` made every search wait the 30 s `command_timeout_s` of
+    # the start-up handshake, not its 10 s `search_timeout_s`. The start may go on in the
+    # background, but only for its own budget: then it is killed (never orphaned).
+    fake = install_fake(tmp_path / "fake", behaviour="mcp-start=hang")
+    router = chain_router(
+        tmp_path, workspace, fake, use_mcp=True, command_timeout_s=20.0, deadline_s=90.0
+    )
+    with router:
+        router.sync(backends=["sqlite"])
+        started = time.monotonic()
+        answer = router.search("Lisbon flights")
+        elapsed = time.monotonic() - started
+        assert answer.backend == "sqlite"
+        assert "did not answer its start-up handshake within" in answer.attempts[0].reason
+        assert elapsed < 15.0  # the 1 s search budget plus a margin, not the 20 s start
+        pid_file = fake.parent / "mcp-start.pid"
+        assert wait_until(pid_file.exists, 30.0)
+        hung = int(pid_file.read_text())
+        assert wait_until(lambda: not alive(hung), 60.0)  # killed at its start budget
+        sidecar = router.backend("qmd").status().details["sidecar"]
+        assert "handshake within 20 s (sidecar killed)" in sidecar["last_error"]
+    assert running_from(fake.parent) == []
+
+
+def test_a_sidecar_hung_mid_run_falls_back_without_waiting_for_the_kill_grace(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # A `kill -STOP`ped sidecar (SIGTERM has no effect) made the search wait its timeout
+    # and then the whole `kill_grace_s` before SQLite could answer.
+    fake = install_fake(tmp_path / "fake", behaviour="mcp-request=hang")
+    router = chain_router(
+        tmp_path,
+        workspace,
+        fake,
+        use_mcp=True,
+        search_timeout_s=10.0,  # the fake's start, on a loaded machine, comes out of it
+        command_timeout_s=30.0,
+        kill_grace_s=60.0,
+        deadline_s=90.0,
+    )
+    with router:
+        router.sync(backends=["sqlite"])
+        started = time.monotonic()
+        answer = router.search("Lisbon flights")
+        elapsed = time.monotonic() - started
+        assert answer.backend == "sqlite"
+        assert "tools/call gave no answer within 10 s" in answer.attempts[0].reason
+        assert elapsed < 40.0  # the 10 s budget plus a margin, not plus the 60 s kill grace
+        hung = int((fake.parent / "mcp-request.pid").read_text())
+        assert wait_until(lambda: not alive(hung), 30.0)  # killed in the background
+    assert running_from(fake.parent) == []
