@@ -3,8 +3,11 @@
 :class:`Service` owns the router for the life of the process. :meth:`Service.start`
 indexes the workspace, builds every backend of the chain (which starts sidecar update
 cycles, such as QMD's) and loads the embedding model, so the first query is as fast as
-the hundredth; then it starts the watcher plugin when it is installed. :meth:`close`
-stops the watcher and closes the router, which stops the backends' children.
+the hundredth; then it starts the watcher plugin when it is installed. When the chain's
+first backend is a sidecar (``sync_in_background``, such as QMD), that first index and
+the watcher start on a thread of their own: the server listens at once, and ``/health``
+reports the sidecar not ready (``degraded``) until its first sync has finished.
+:meth:`close` stops the watcher and closes the router, which stops the backends' children.
 """
 
 from __future__ import annotations
@@ -46,24 +49,34 @@ class Service:
         self._watcher: Any = None
         self._monitor: threading.Thread | None = None
         self._stop = threading.Event()
+        self._indexing: threading.Thread | None = None
+        self._sidecar: str | None = None
         limit = router.config.serve.max_concurrent_searches or os.cpu_count() or 1
         self._slots = threading.BoundedSemaphore(limit)
 
     # -- lifecycle ----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Index, build the chain's backends, load the model, start the watcher."""
+        """Index, build the chain's backends, load the model, start the watcher.
+
+        A sidecar's first sync (and the watcher after it) runs in the background.
+        """
         router = self.router
         started = time.perf_counter()
-        if self._watch and self._start_watcher():
-            pass  # the watcher's first sync indexed the workspace
-        else:
-            self._record_syncs(router.sync())
         for name in router.config.router.chain:
             try:
                 router.backend(name)
             except MemoryRouterError as error:
                 log.warning("backend %s is not available: %s", name, error.message)
+        first = router.config.router.chain[0]
+        if self._syncs_in_background(first):
+            self._sidecar = first
+            self._indexing = threading.Thread(
+                target=self._index_in_background, daemon=True, name="serve-index"
+            )
+            self._indexing.start()
+        else:
+            self._index()
         try:
             embedder = router.embedder
             if embedder is not None:
@@ -72,6 +85,25 @@ class Service:
             log.warning("embedding provider not ready: %s", error.message)
         log.info("warm in %.1f s", time.perf_counter() - started)
         self.ready.set()
+
+    def _syncs_in_background(self, name: str) -> bool:
+        try:
+            return bool(getattr(self.router.backend(name), "sync_in_background", False))
+        except MemoryRouterError:
+            return False
+
+    def _index(self) -> None:
+        if self._watch and self._start_watcher():
+            return  # the watcher's first sync indexed the workspace
+        self._record_syncs(self.router.sync())
+
+    def _index_in_background(self) -> None:
+        try:
+            self._index()
+        except MemoryRouterError as error:  # closed while it ran, most likely
+            if not self._stop.is_set():
+                log.warning("the first sync failed: %s", error.message)
+        log.info("first sync finished")
 
     def _start_watcher(self) -> bool:
         try:
@@ -120,6 +152,10 @@ class Service:
     def close(self) -> None:
         """Stop the watcher and close the router (its backends stop their children)."""
         self._stop.set()
+        if self._indexing is not None and self._indexing.is_alive():
+            # Closing the router kills the sidecar's children, which ends its sync.
+            self.router.close()
+            self._indexing.join(timeout=30)
         if self._watcher is not None:
             self._watcher.stop()
         if self._monitor is not None:
@@ -195,6 +231,9 @@ class Service:
                 "breaker": breaker.state if breaker else None,
                 "error": backend.error,
             }
+        indexing = self._indexing
+        if indexing is not None and indexing.is_alive() and self._sidecar in backends:
+            backends[self._sidecar].update(ready=False, error="its first sync is still running")
         ready = [name for name, b in backends.items() if b["ready"]]
         state = "ok" if len(ready) == len(backends) else "degraded" if ready else "unavailable"
         return {

@@ -18,6 +18,7 @@ import httpx
 from serving import child_env, make_config, running_server, server_file, stop
 
 from qmd_fakes.helpers import install_fake
+from qmd_fakes.processes import wait_until
 
 
 def alive(pid: int) -> bool:
@@ -51,6 +52,43 @@ def test_sigterm_stops_serve_and_its_sidecar_children(tmp_path: Path) -> None:
         time.sleep(0.1)
     assert not alive(child)
     assert not server_file(config).exists()
+
+
+def test_serve_listens_while_a_hung_sidecar_runs_its_first_sync(tmp_path: Path) -> None:
+    # The start-up sync ran `qmd update` (here allowed 300 s) before the server listened:
+    # an operator's `serve` with a hung QMD was unreachable, /health included, for 121 s.
+    fake = install_fake(tmp_path / "fake", behaviour="update=hang")
+    config = make_config(
+        tmp_path,
+        {
+            "router": {"chain": ["qmd", "sqlite"]},
+            "backends": {
+                "qmd": {
+                    "command": str(fake),
+                    "update_on_boot": False,
+                    "update_timeout_s": 300.0,
+                    "kill_grace_s": 0.2,
+                }
+            },
+        },
+    )
+    started = time.monotonic()
+    with running_server(config) as server:
+        assert time.monotonic() - started < 100.0  # not the 300 s update budget
+        health = httpx.get(server.url + "/health", timeout=30).json()
+        assert health["status"] == "degraded"
+        assert health["backends"]["qmd"]["ready"] is False
+        assert "first sync" in health["backends"]["qmd"]["error"]
+        assert health["backends"]["sqlite"]["ready"] is True
+        pid_file = fake.parent / "update.pid"
+        assert wait_until(pid_file.exists, 60.0)  # the sync did start, in the background
+        hung = int(pid_file.read_text())
+        assert alive(hung)
+        assert stop(server.process) == 0
+    deadline = time.monotonic() + 10
+    while alive(hung) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(hung)
 
 
 def test_stale_server_file_is_ignored(tmp_path: Path) -> None:
