@@ -118,3 +118,21 @@ def test_no_child_survives_the_cli_process(
             process.kill()
             process.communicate()
     assert wait_until(lambda: not any(alive(p) for p in started_pids(fake)), 5)
+
+
+def test_status_says_a_backend_with_an_open_breaker_is_skipped_and_why(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # `status` used to say `Backend qmd: available` next to `Breakers: qmd open`, with
+    # the sidecar's `last_error: None` (a new process has not seen the failure).
+    fake = install_fake(tmp_path / "fake", behaviour="mcp-request=crash")
+    config = fast_fail_config(tmp_path, workspace, fake, update_on_boot=False)
+    for _ in range(3):  # the failure threshold
+        out, err = cli(config, "search", "--json", "zebra-quartz-42").communicate(timeout=60)
+        assert json.loads(out)["backend"] == "sqlite", err
+    process = cli(config, "status")
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "Backend qmd: skipped by searches (breaker open)" in out
+    assert "  Last failure: qmd mcp" in out
+    assert "Backend qmd: available" not in out

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from memory_router import _plugins
-from memory_router._types import BackendStatus, RouterStatus
+from memory_router._types import BackendStatus, BreakerState, RouterStatus
 
 from ._app import EXIT_ERROR, CommandError, echo_json, state
 from ._ops import show_agents
@@ -60,7 +60,7 @@ def status_lines(result: RouterStatus) -> Iterator[str]:
     for warning in result.file_warnings:
         yield f"  Warning: {warning}"
     for backend in result.backends:
-        yield from _backend_lines(backend)
+        yield from _backend_lines(backend, result.breakers.get(backend.name))
     breakers = ", ".join(
         f"{name} {b.state}" + (f" ({b.failures} failures)" if b.failures else "")
         for name, b in result.breakers.items()
@@ -77,11 +77,20 @@ def status_lines(result: RouterStatus) -> Iterator[str]:
     yield from _embedding_lines(result.embedding)
 
 
-def _backend_lines(backend: BackendStatus) -> Iterator[str]:
+def _backend_lines(backend: BackendStatus, breaker: BreakerState | None) -> Iterator[str]:
+    """A backend that is up but whose breaker is open is skipped by searches: say so, and
+    why (the failure another process recorded; this process's own backend never saw it)."""
+    tripped = breaker is not None and breaker.state != "closed"
     health = "available" if backend.available else "unavailable"
+    if backend.available and breaker is not None and breaker.state == "open":
+        health = "skipped by searches (breaker open)"
+    elif backend.available and tripped:
+        health = "available (breaker half-open: the next search probes it)"
     yield (f"Backend {backend.name}: {health} · {backend.files} files · {backend.chunks} chunks")
     if backend.error:
         yield f"  Error: {' '.join(backend.error.split())}"
+    if tripped and breaker is not None and breaker.last_error:
+        yield f"  Last failure: {' '.join(breaker.last_error.split())}"
     for key, value in sorted(backend.details.items()):
         yield f"  {key}: {_short(value)}"
 
