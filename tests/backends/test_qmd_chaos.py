@@ -69,6 +69,17 @@ def chain_router(tmp_path: Path, workspace: Path, fake: Path, **qmd: Any) -> Rou
     return Router.from_config(config)
 
 
+def timed_fallback(router: Router) -> tuple[str, float]:
+    """Sync SQLite and search once; SQLite answers: QMD's reason and the search's seconds."""
+    router.sync(backends=["sqlite"])
+    started = time.monotonic()
+    answer = router.search("Lisbon flights")
+    elapsed = time.monotonic() - started
+    assert answer.backend == "sqlite"
+    assert answer.attempts[0].from_ == "qmd"
+    return answer.attempts[0].reason, elapsed
+
+
 @pytest.mark.parametrize(("point", "mode"), CASES, ids=[f"{p}-{m}" for p, m in CASES])
 def test_every_fault_at_every_query_point_falls_back_with_a_reason(
     tmp_path: Path, workspace: Path, point: str, mode: str
@@ -187,10 +198,8 @@ def test_closing_with_a_query_the_sidecar_never_answered_kills_it_at_once(
     router = chain_router(
         tmp_path, workspace, fake, use_mcp=True, search_timeout_s=60.0, kill_grace_s=60.0
     )
-    router.sync(backends=["sqlite"])
-    answer = router.search("Lisbon flights")
-    assert answer.backend == "sqlite"
-    assert "no answer within" in answer.attempts[0].reason
+    reason, _ = timed_fallback(router)
+    assert "no answer within" in reason
     hung = int((fake.parent / "mcp-request.pid").read_text())
     started = time.monotonic()
     router.close()
@@ -209,12 +218,8 @@ def test_a_hung_sidecar_start_costs_the_search_budget_not_the_start_budget(
         tmp_path, workspace, fake, use_mcp=True, command_timeout_s=20.0, deadline_s=90.0
     )
     with router:
-        router.sync(backends=["sqlite"])
-        started = time.monotonic()
-        answer = router.search("Lisbon flights")
-        elapsed = time.monotonic() - started
-        assert answer.backend == "sqlite"
-        assert "did not answer its start-up handshake within" in answer.attempts[0].reason
+        reason, elapsed = timed_fallback(router)
+        assert "did not answer its start-up handshake within" in reason
         assert elapsed < 15.0  # the 1 s search budget plus a margin, not the 20 s start
         pid_file = fake.parent / "mcp-start.pid"
         assert wait_until(pid_file.exists, 30.0)
@@ -242,12 +247,8 @@ def test_a_sidecar_hung_mid_run_falls_back_without_waiting_for_the_kill_grace(
         deadline_s=90.0,
     )
     with router:
-        router.sync(backends=["sqlite"])
-        started = time.monotonic()
-        answer = router.search("Lisbon flights")
-        elapsed = time.monotonic() - started
-        assert answer.backend == "sqlite"
-        assert "tools/call gave no answer within 10 s" in answer.attempts[0].reason
+        reason, elapsed = timed_fallback(router)
+        assert "tools/call gave no answer within 10 s" in reason
         assert elapsed < 40.0  # the 10 s budget plus a margin, not plus the 60 s kill grace
         hung = int((fake.parent / "mcp-request.pid").read_text())
         assert wait_until(lambda: not alive(hung), 30.0)  # killed in the background
