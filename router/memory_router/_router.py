@@ -36,6 +36,7 @@ from ._health import HealthFile, seen_breakers
 from ._indexlock import INDEX_WAIT_S, index_lock
 from ._ledger import SyncLedger
 from ._reconcile import Reconciler
+from ._settings import unset_secret_error
 from ._setup import EmbeddingSetup
 from ._status import on_disk, workspace_problem
 from ._types import (
@@ -142,6 +143,14 @@ class Router:
         if self._closed:
             raise InvalidInput("this router is closed; build a new one", key="router")
 
+    def unset_secret(self, name: str) -> ConfigError | None:
+        """The error for a secret of ``[backends.<name>]`` whose variable or file is unset."""
+        return unset_secret_error(
+            self._settings.get(name),
+            path=self.config.file or "<defaults>",
+            table=f"backends.{name}",
+        )
+
     def backend(self, name: str) -> Backend:
         """The backend called ``name``, built on first use."""
         self._check_open()
@@ -151,6 +160,9 @@ class Router:
             spec = self.backend_specs.get(name)
             if spec is None:
                 raise NotFound(f"no backend named {name!r}", key=name)
+            unset = self.unset_secret(name)
+            if unset is not None:  # not "no key": a store would try other credentials
+                raise BackendUnavailable(unset.message, backend=name, hint=unset.hint)
             state_dir = ensure_dir(self.config.agent_state_path / name, key="state_dir")
             context = BackendContext(
                 name=name,
