@@ -16,7 +16,7 @@ import pluggy
 
 from . import _entries, _files, _filters, _journal, _plugins, _ranking
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
-from ._breaker import CircuitBreaker, CircuitOpen
+from ._breaker import CircuitBreaker, CircuitOpen, FallbackLog
 from ._calls import call_with_deadline, contained, fail_closed, positive_int, unit_float
 from ._config import Config, apply_overrides, ensure_dir, load_config
 from ._embedding import Embedder
@@ -45,6 +45,7 @@ from ._types import (
     Category,
     Entry,
     Fallback,
+    FallbackKind,
     FileText,
     Progress,
     RouterStatus,
@@ -80,6 +81,7 @@ class Router:
             name: CircuitBreaker(
                 failure_threshold=config.router.breaker.failure_threshold,
                 cooldown_s=config.router.breaker.cooldown_s,
+                name=name,
             )
             for name in config.router.chain
         }
@@ -88,6 +90,7 @@ class Router:
         self._ledger = SyncLedger(config.sync)
         self._reconciler = Reconciler(config, self._ledger, self.backend, self._sync_job)
         self.last_fallback: Fallback | None = None
+        self._fallback_log = FallbackLog()
         self._health = HealthFile(config.agent_state_path)
         self._health.restore(self._breakers, config.router.breaker.cooldown_s)
         self._closed = False
@@ -428,8 +431,20 @@ class Router:
         if not isinstance(error, CircuitOpen):
             severe = isinstance(error, BackendUnavailable | BackendTimeout)
             self._breakers[name].failure(error.message, severe=severe)
-        event = Fallback(from_=name, reason=error.message, at=datetime.now(UTC), hint=error.hint)
+        kind: FallbackKind = (
+            "circuit_open"
+            if isinstance(error, CircuitOpen)
+            else "timeout"
+            if isinstance(error, BackendTimeout)
+            else "unavailable"
+            if isinstance(error, BackendUnavailable)
+            else "error"
+        )
+        event = Fallback(
+            from_=name, reason=error.message, at=datetime.now(UTC), hint=error.hint, kind=kind
+        )
         self.last_fallback = event
+        self._fallback_log.note(name, error.message)
         return event
 
     def _response(

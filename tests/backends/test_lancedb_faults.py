@@ -83,6 +83,7 @@ def assert_unavailable_then_fallback(tmp_path: Path, settings: dict[str, Any], c
         assert response.fallback is not None
         assert response.fallback.from_ == "lancedb"
         assert cause in response.fallback.reason
+        assert response.fallback.kind == "unavailable"  # /metrics' reason label
         assert response.results[0].path == "MEMORY.md"
 
 
@@ -126,10 +127,10 @@ def test_unset_credential_variable_is_named(
         config = next(c for c in checks(router) if c.name == "config")
         assert not config.ok
         assert expected in config.detail
-        assert config.fix and variable in config.fix
+        assert variable in (config.fix or "")
         with pytest.raises(BackendUnavailable) as info:
             router.backend("lancedb")
-        assert info.value.hint and variable in info.value.hint
+        assert variable in (info.value.hint or "")
     assert_unavailable_then_fallback(tmp_path, settings, expected)
     monkeypatch.setenv(variable, s3_server.options()["access_key_id"])
     with router_for(tmp_path / "set", settings) as router:
@@ -143,16 +144,17 @@ def test_missing_credentials_get_a_cause_and_hint_not_a_dump() -> None:
     from memory_router_lancedb._lance import translate
 
     dump = (
-        "Invalid input, Failed to connect to namespace: IO { source: Generic { store: \"N/A\","
+        'Invalid input, Failed to connect to namespace: IO { source: Generic { store: "N/A",'
         ' source: IO { source: "Failed to get AWS credentials: ProviderError(ProviderError {'
         " source: TokenError { kind: Forbidden }, raw: Response { status: 403, retryable:"
-        ' false }\n  headers: ... }) }'
+        " false }\n  headers: ... }) }"
     )
     error = translate(RuntimeError(dump), backend="lancedb", doing="sync", uri="s3://m/a")
     assert isinstance(error, BackendUnavailable)
     assert "no credentials for the object store" in error.message
-    assert "\n" not in error.message and "raw:" not in error.message
-    assert error.hint and "access_key_id" in error.hint
+    assert "\n" not in error.message
+    assert "raw:" not in error.message
+    assert "access_key_id" in (error.hint or "")
     assert "another writer" not in error.hint
 
 
