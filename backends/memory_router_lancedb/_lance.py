@@ -39,7 +39,15 @@ _UNREACHABLE_HINT = (
     " endpoint; `memory-router doctor` checks again"
 )
 _DAMAGED = "a table is missing or damaged"
+_NO_CREDENTIALS = re.compile(r"Failed to get AWS credentials|no credentials", re.IGNORECASE)
 _CAUSES = (
+    (
+        _NO_CREDENTIALS,
+        "no credentials for the object store (the AWS default credential chain found none)",
+        "set access_key_id and secret_access_key in [backends.lancedb] storage_options"
+        ' (for example { env = "AWS_ACCESS_KEY_ID" }), and check those variables are set'
+        " where memory-router runs",
+    ),
     (
         re.compile(r"NoSuchBucket|bucket does not exist", re.IGNORECASE),
         "the bucket does not exist",
@@ -194,7 +202,10 @@ def on_thread(fn: Callable[..., T], *args: Any) -> Future[T]:
 
 
 def retryable(error: BaseException) -> bool:
-    return bool(_RETRYABLE.search(str(error)))
+    """A commit conflict or busy writer; never missing credentials (their dumps may say
+    "retryable" about the credential provider's own attempts)."""
+    text = str(error)
+    return bool(_RETRYABLE.search(text)) and not _NO_CREDENTIALS.search(text)
 
 
 def with_retries(action: Callable[[], T], *, attempts: int, budget_s: float = 120.0) -> T:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from memory_router import MemoryRouterError, __version__, capture, recall_block
 
@@ -77,9 +77,34 @@ def guarded(call: Callable[[], T]) -> T:
         raise ToolError(one_line(error)) from None
 
 
+def argument_error(tool: str, error: ValidationError) -> str:
+    """Rejected tool arguments on one line: each field and what is wrong with it (the
+    SDK's own text is pydantic's multi-line dump with documentation URLs)."""
+    problems = []
+    for item in error.errors(include_url=False):
+        field = ".".join(str(part) for part in item["loc"]) or "arguments"
+        problems.append(f"{field}: {' '.join(str(item['msg']).split())}")
+    return (
+        f"Error executing tool {tool}: invalid arguments: {'; '.join(problems)}"
+        " (hint: the tool's input schema lists each argument and its limits)"
+    )
+
+
+class _Server(MCPServer[Any]):
+    """``MCPServer`` whose argument errors are one line (see :func:`argument_error`)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            if isinstance(error.__cause__, ValidationError):
+                raise ToolError(argument_error(name, error.__cause__)) from error.__cause__
+            raise
+
+
 def build_mcp_server(service: Service) -> MCPServer[Any]:
     """An :class:`MCPServer` whose tools call ``service``'s router."""
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = _Server(
         "memory-router", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
     _read_tools(server, service)

@@ -10,8 +10,11 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 BREAKER_VALUES = {"closed": 0, "half-open": 1, "open": 2}
 
 
-def fallback_reason(reason: str) -> str:
-    """A bounded label for a free-text fallback reason."""
+def fallback_reason(reason: str, kind: str | None = None) -> str:
+    """A bounded label for a fallback: its ``kind`` when the router gave one (an
+    unreachable store says "cannot be reached", never "unavailable"), else from the text."""
+    if kind:
+        return kind
     text = reason.lower()
     if text.startswith("circuit open"):
         return "circuit_open"
@@ -62,9 +65,9 @@ class Metrics:
             self.queries[(backend or "none", "ok" if ok else "error")] += 1
             self.latency.observe(seconds)
 
-    def fallback(self, backend: str, reason: str) -> None:
+    def fallback(self, backend: str, reason: str, kind: str | None = None) -> None:
         with self._lock:
-            self.fallbacks[(backend, fallback_reason(reason))] += 1
+            self.fallbacks[(backend, fallback_reason(reason, kind))] += 1
 
     def count(self, name: str) -> None:
         with self._lock:

@@ -187,7 +187,7 @@ class Service:
             self._slots.release()
         self.metrics.query(response.backend, time.perf_counter() - started, ok=True)
         for attempt in response.attempts:
-            self.metrics.fallback(attempt.from_, attempt.reason)
+            self.metrics.fallback(attempt.from_, attempt.reason, attempt.kind)
         return response
 
     def get(self, path: str, *, from_line: int | None, lines: int | None) -> FileText:

@@ -11,9 +11,14 @@ and every plugin's entry point stay light. Type checkers see the imports below.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_exports
+
+# A library logs, the application shows: without this, Python's last-resort handler would
+# print the router's warnings (fallbacks, circuit breakers) on every CLI's stderr.
+logging.getLogger("memory_router").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from ._agent_config import (

@@ -80,6 +80,10 @@ def _repaired(report: SyncReport) -> str:
 
 def _config(router: Router) -> Check:
     where = router.config.file or "built-in defaults (no config file found)"
+    for name in router.config.router.chain:
+        unset = router.unset_secret(name)
+        if unset is not None:
+            return Check(name="config", ok=False, detail=unset.message, fix=unset.hint)
     return Check(name="config", ok=True, detail=str(where))
 
 

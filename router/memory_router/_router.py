@@ -16,7 +16,7 @@ import pluggy
 
 from . import _entries, _files, _filters, _journal, _plugins, _ranking
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
-from ._breaker import CircuitBreaker, CircuitOpen
+from ._breaker import CircuitBreaker, CircuitOpen, FallbackLog
 from ._calls import call_with_deadline, contained, fail_closed, positive_int, unit_float
 from ._config import Config, apply_overrides, ensure_dir, load_config
 from ._embedding import Embedder
@@ -36,6 +36,7 @@ from ._health import HealthFile, seen_breakers
 from ._indexlock import INDEX_WAIT_S, index_lock
 from ._ledger import SyncLedger
 from ._reconcile import Reconciler
+from ._settings import unset_secret_error
 from ._setup import EmbeddingSetup
 from ._status import on_disk, workspace_problem
 from ._types import (
@@ -44,6 +45,7 @@ from ._types import (
     Category,
     Entry,
     Fallback,
+    FallbackKind,
     FileText,
     Progress,
     RouterStatus,
@@ -79,6 +81,7 @@ class Router:
             name: CircuitBreaker(
                 failure_threshold=config.router.breaker.failure_threshold,
                 cooldown_s=config.router.breaker.cooldown_s,
+                name=name,
             )
             for name in config.router.chain
         }
@@ -87,6 +90,7 @@ class Router:
         self._ledger = SyncLedger(config.sync)
         self._reconciler = Reconciler(config, self._ledger, self.backend, self._sync_job)
         self.last_fallback: Fallback | None = None
+        self._fallback_log = FallbackLog()
         self._health = HealthFile(config.agent_state_path)
         self._health.restore(self._breakers, config.router.breaker.cooldown_s)
         self._closed = False
@@ -142,6 +146,14 @@ class Router:
         if self._closed:
             raise InvalidInput("this router is closed; build a new one", key="router")
 
+    def unset_secret(self, name: str) -> ConfigError | None:
+        """The error for a secret of ``[backends.<name>]`` whose variable or file is unset."""
+        return unset_secret_error(
+            self._settings.get(name),
+            path=self.config.file or "<defaults>",
+            table=f"backends.{name}",
+        )
+
     def backend(self, name: str) -> Backend:
         """The backend called ``name``, built on first use."""
         self._check_open()
@@ -151,6 +163,9 @@ class Router:
             spec = self.backend_specs.get(name)
             if spec is None:
                 raise NotFound(f"no backend named {name!r}", key=name)
+            unset = self.unset_secret(name)
+            if unset is not None:  # not "no key": a store would try other credentials
+                raise BackendUnavailable(unset.message, backend=name, hint=unset.hint)
             state_dir = ensure_dir(self.config.agent_state_path / name, key="state_dir")
             context = BackendContext(
                 name=name,
@@ -416,8 +431,20 @@ class Router:
         if not isinstance(error, CircuitOpen):
             severe = isinstance(error, BackendUnavailable | BackendTimeout)
             self._breakers[name].failure(error.message, severe=severe)
-        event = Fallback(from_=name, reason=error.message, at=datetime.now(UTC), hint=error.hint)
+        kind: FallbackKind = (
+            "circuit_open"
+            if isinstance(error, CircuitOpen)
+            else "timeout"
+            if isinstance(error, BackendTimeout)
+            else "unavailable"
+            if isinstance(error, BackendUnavailable)
+            else "error"
+        )
+        event = Fallback(
+            from_=name, reason=error.message, at=datetime.now(UTC), hint=error.hint, kind=kind
+        )
         self.last_fallback = event
+        self._fallback_log.note(name, error.message)
         return event
 
     def _response(

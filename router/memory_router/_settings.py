@@ -60,6 +60,55 @@ class Secret:
         return "inline value" if self.value else "unset"
 
 
+def unset_secrets(settings: Any, prefix: str = "") -> list[tuple[str, Secret]]:
+    """``(dotted key, secret)`` for each ``{ env = … }`` / ``{ file = … }`` secret of
+    ``settings`` (nested tables and tables of secrets too) that resolves to nothing."""
+    found: list[tuple[str, Secret]] = []
+
+    def visit(key: str, value: Any) -> None:
+        if isinstance(value, Secret):
+            if (value.env or value.file) and value.resolve() is None:
+                found.append((key, value))
+        elif isinstance(value, Mapping):
+            for name, item in value.items():
+                visit(f"{key}.{name}", item)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            found.extend(unset_secrets(value, f"{key}."))
+
+    if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
+        for field in dataclasses.fields(settings):
+            if not field.metadata.get("internal"):
+                visit(prefix + toml_name(field), getattr(settings, field.name))
+    return found
+
+
+def unset_secret_error(settings: Any, *, path: str, table: str) -> ConfigError | None:
+    """A :class:`ConfigError` naming the first secret of ``settings`` that resolves to
+    nothing (an unset variable, an unreadable file), or ``None`` when all are there.
+
+    An unset variable is never quietly taken as "no key": an object store would then try
+    its default credential chain and fail far from the cause.
+    """
+    missing = unset_secrets(settings)
+    if not missing:
+        return None
+    key, secret = missing[0]
+    where = f"{key} of [{table}]"
+    if secret.env:
+        return ConfigError(
+            f"{secret.env} is not set ({where})",
+            path=path,
+            hint=f"set {secret.env} in the environment that starts memory-router (an MCP"
+            " host passes only the variables its server entry lists under env), or give"
+            f' {key.rsplit(".", 1)[-1]} as {{ file = "/path" }}',
+        )
+    return ConfigError(
+        f"{secret.file} cannot be read or is empty ({where})",
+        path=path,
+        hint=f"write the secret into {secret.file}, or fix the path in the config",
+    )
+
+
 def toml_name(field: dataclasses.Field[Any]) -> str:
     """The TOML key of a field: ``metadata["toml"]``, else the name without a trailing ``_``."""
     return str(field.metadata.get("toml", field.name.rstrip("_")))

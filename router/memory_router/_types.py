@@ -14,6 +14,7 @@ from ._progress_types import Progress as Progress
 from ._progress_types import no_progress as no_progress
 
 Source = Literal["memory", "sessions"]
+FallbackKind = Literal["circuit_open", "timeout", "unavailable", "error"]
 """Where a memory file came from: workspace Markdown, or agent session transcripts."""
 
 Category = Literal["preference", "fact", "decision", "entity", "other"]
@@ -232,12 +233,15 @@ class BackendResult(_ToDict):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fallback(_ToDict):
     """Why a backend (or embedding provider) did not answer and another one did;
-    ``hint`` is the failure's own advice on what to do about it, when it has one."""
+    ``hint`` is the failure's own advice on what to do about it, when it has one.
+    ``kind`` sorts a backend's failure: ``circuit_open`` (not asked), ``timeout``,
+    ``unavailable`` (down, unreachable, misconfigured) or ``error``."""
 
     from_: str
     reason: str
     at: datetime
     hint: str | None = None
+    kind: FallbackKind | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -83,6 +83,7 @@ def assert_unavailable_then_fallback(tmp_path: Path, settings: dict[str, Any], c
         assert response.fallback is not None
         assert response.fallback.from_ == "lancedb"
         assert cause in response.fallback.reason
+        assert response.fallback.kind == "unavailable"  # /metrics' reason label
         assert response.results[0].path == "MEMORY.md"
 
 
@@ -108,6 +109,53 @@ def test_wrong_credentials(tmp_path: Path, s3_server: S3Server) -> None:
         s3_server, access_key_id="AKIAWRONGWRONGWRONG", secret_access_key="not-the-secret"
     )
     assert_unavailable_then_fallback(tmp_path, settings, "refused the credentials")
+
+
+def test_unset_credential_variable_is_named(
+    tmp_path: Path, s3_server: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``{ env = … }`` naming an unset variable is a config error, never "no key" (which
+    sent the store to the AWS default credential chain and a raw token-error dump)."""
+    variable = f"MR_TEST_UNSET_{uuid.uuid4().hex[:8].upper()}"
+    monkeypatch.delenv(variable, raising=False)
+    settings = s3_settings(s3_server)
+    settings["storage_options"]["access_key_id"] = {"env": variable}
+    expected = f"{variable} is not set (storage_options.access_key_id of [backends.lancedb])"
+    with router_for(tmp_path / "doctor", settings, chain=("lancedb", "sqlite")) as router:
+        from memory_router._doctor import checks
+
+        config = next(c for c in checks(router) if c.name == "config")
+        assert not config.ok
+        assert expected in config.detail
+        assert variable in (config.fix or "")
+        with pytest.raises(BackendUnavailable) as info:
+            router.backend("lancedb")
+        assert variable in (info.value.hint or "")
+    assert_unavailable_then_fallback(tmp_path, settings, expected)
+    monkeypatch.setenv(variable, s3_server.options()["access_key_id"])
+    with router_for(tmp_path / "set", settings) as router:
+        assert router.unset_secret("lancedb") is None
+        assert not router.sync()[0].errors
+
+
+def test_missing_credentials_get_a_cause_and_hint_not_a_dump() -> None:
+    """The store's own "no credentials" error (an operator's, verbatim up to the dump's
+    cut) is one line with a credentials hint, never "another writer was busy"."""
+    from memory_router_lancedb._lance import translate
+
+    dump = (
+        'Invalid input, Failed to connect to namespace: IO { source: Generic { store: "N/A",'
+        ' source: IO { source: "Failed to get AWS credentials: ProviderError(ProviderError {'
+        " source: TokenError { kind: Forbidden }, raw: Response { status: 403, retryable:"
+        " false }\n  headers: ... }) }"
+    )
+    error = translate(RuntimeError(dump), backend="lancedb", doing="sync", uri="s3://m/a")
+    assert isinstance(error, BackendUnavailable)
+    assert "no credentials for the object store" in error.message
+    assert "\n" not in error.message
+    assert "raw:" not in error.message
+    assert "access_key_id" in (error.hint or "")
+    assert "another writer" not in error.hint
 
 
 def test_half_written_table(tmp_path: Path) -> None:

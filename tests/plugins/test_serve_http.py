@@ -282,9 +282,19 @@ def test_health_reports_a_backend_that_is_down(tmp_path: Path) -> None:
         answer = post(server, "/search", {"query": "green tea"}).json()
         assert answer["backend"] == "sqlite"
         assert answer["fallback"]["from"] == "down"
-        assert 'memory_router_fallbacks_total{backend="down",reason="error"} 1' in (
+        assert 'memory_router_fallbacks_total{backend="down",reason="unavailable"} 1' in (
             httpx.get(server.url + "/metrics").text
         )
+        for _ in range(3):  # the circuit is open now: skipped, and logged only once
+            assert post(server, "/search", {"query": "green tea"}).json()["backend"] == "sqlite"
+        warnings = [line for line in server.stderr().splitlines() if " WARNING " in line]
+        opened = [line for line in warnings if "backend down: circuit opened" in line]
+        assert len(opened) == 1, warnings
+        assert "sidecar crashed" in opened[0]
+        fell = [line for line in warnings if "search fell back from backend down" in line]
+        assert len(fell) == 2, warnings  # the crash, then the first skip by the open circuit
+        assert "sidecar crashed" in fell[0]
+        assert "circuit open" in fell[1]
     down = make_config(tmp_path / "b", {"router": {"chain": ["down"]}})
     with running_server(down, env=env) as server:
         health = httpx.get(server.url + "/health")

@@ -120,7 +120,16 @@ async def exercise(session: ClientSession) -> None:
     assert "no-such-entry" in missing.content[0].text
     invalid = await call(session, "memory_search", {"maxResults": 0})
     assert invalid.is_error
-    assert "query" in invalid.content[0].text
+    text = invalid.content[0].text
+    assert "\n" not in text, text  # one line: no pydantic dump
+    assert "pydantic" not in text, text  # nor its documentation URLs
+    assert "invalid arguments" in text
+    assert "query: Field required" in text
+    assert "maxResults: Input should be greater than or equal to 1" in text
+    wrong = await call(session, "memory_get", {"path": "MEMORY.md", "lines": "many"})
+    assert wrong.is_error
+    assert "\n" not in wrong.content[0].text
+    assert "lines: " in wrong.content[0].text
 
 
 def test_mcp_over_stdio(tmp_path: Path) -> None:

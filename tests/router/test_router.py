@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -172,6 +173,35 @@ def test_crash_opens_breaker_then_half_open_probe_recovers(tmp_path: Path, switc
         assert router.status().breakers["flaky"].state == "half-open"
         assert router.search("blue").backend == "flaky"
         assert router.status().breakers["flaky"].state == "closed"
+
+
+def test_fallbacks_and_breaker_changes_are_logged_once_each(
+    tmp_path: Path, switch: Switch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``serve`` shows these in its log: a WARNING when the circuit opens and per new
+    fallback reason (repeats within a minute are counted, not logged), an INFO when it closes."""
+    caplog.set_level(logging.INFO, logger="memory_router")
+    switch.mode = "crash"
+    with make_router(tmp_path, breaker={"cooldown_s": 0.3}) as router:
+        for _ in range(4):  # one failure that opens the circuit, then three skips
+            assert router.search("blue").backend == "scan"
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        opened = [m for m in warnings if "circuit opened" in m]
+        assert len(opened) == 1, warnings
+        assert "flaky" in opened[0]
+        assert "exit 139" in opened[0]
+        fell = [m for m in warnings if "fell back from backend flaky" in m]
+        assert len(fell) == 2, fell  # the crash, then the first skip; later skips are quiet
+        assert "exit 139" in fell[0]
+        assert "circuit open" in fell[1]
+        switch.mode = "ok"
+        time.sleep(0.35)
+        assert router.search("blue").backend == "flaky"
+        assert router.search("blue").backend == "flaky"
+    recovered = [r.getMessage() for r in caplog.records if "recovered" in r.getMessage()]
+    assert len(recovered) == 1, recovered
+    assert "flaky" in recovered[0]
+    assert [r.levelno for r in caplog.records if "recovered" in r.getMessage()] == [logging.INFO]
 
 
 def test_hanging_backend_times_out_and_next_answers(tmp_path: Path, switch: Switch) -> None:
