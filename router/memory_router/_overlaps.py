@@ -85,30 +85,21 @@ class Passage:
         """Whether ``other`` (ranked below) touches this passage now and may join it:
         same file, ranges that overlap or adjoin, no line shown by both, and no text moved
         into the first ``reading`` characters (checked by :func:`gather`)."""
-        head, first = self.parts[0][0], other.parts[0][0]
-        if head.entry is not None or first.entry is not None:
+        if not _one_text(self.parts[0][0], other.parts[0][0]):
             return False
-        if (head.source, head.path) != (first.source, first.path):
+        if any(_overlap(shows, mine) for _, _, shows in other.parts for _, _, mine in self.parts):
             return False
-        for _, _, (low, high) in other.parts:
-            if any(max(low, a) <= min(high, b) for _, _, (a, b) in self.parts):
-                return False
-        (low, high), (a, b) = self.span(), other.span()
-        return a <= high + 1 and b >= low - 1
+        return _adjoin(self.span(), other.span())
 
     def touches(self, hit: Hit, shows: tuple[int, int]) -> bool:
         """Whether ``hit`` is in the same file, its lines overlap or adjoin the passage's,
         and the lines it shows (``shows``) are none the passage shows: joining never shows
         a line twice (hits of journal entries are never merged: each is its own entry)."""
-        head = self.parts[0][0]
-        if hit.entry is not None or head.entry is not None:
+        if not _one_text(self.parts[0][0], hit):
             return False
-        if (hit.source, hit.path) != (head.source, head.path):
+        if any(_overlap(shows, mine) for _, _, mine in self.parts):
             return False
-        if any(max(shows[0], low) <= min(shows[1], high) for _, _, (low, high) in self.parts):
-            return False
-        low, high = self.span()
-        return hit.start_line <= high + 1 and hit.end_line >= low - 1
+        return _adjoin(self.span(), (hit.start_line, hit.end_line))
 
     def hit(self) -> Hit:
         head, snippet, _ = self.parts[0]
@@ -119,13 +110,29 @@ class Passage:
         if explain is not None:
             ranges = tuple(f"{h.start_line}-{h.end_line}" for h, _, _ in self.parts[1:])
             explain = dataclasses.replace(explain, merged=ranges)
+        start_line, end_line = self.span()
         return dataclasses.replace(
             head,
-            start_line=min(h.start_line for h, _, _ in self.parts),
-            end_line=max(h.end_line for h, _, _ in self.parts),
+            start_line=start_line,
+            end_line=end_line,
             snippet=_joined([(h, shown) for h, shown, _ in ordered]),
             explain=explain,
         )
+
+
+def _one_text(a: Hit, b: Hit) -> bool:
+    """Whether two hits are lines of one file (a journal entry is always its own)."""
+    return a.entry is None and b.entry is None and (a.source, a.path) == (b.source, b.path)
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether two line ranges share a line."""
+    return max(a[0], b[0]) <= min(a[1], b[1])
+
+
+def _adjoin(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether two line ranges overlap or one starts on the line after the other ends."""
+    return b[0] <= a[1] + 1 and b[1] >= a[0] - 1
 
 
 def shown_span(hit: Hit, first: int, snippet: str) -> tuple[int, int]:
