@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -348,6 +349,57 @@ def test_two_concurrent_index_processes_build_once(
     assert waited["unchanged"] == 40
     assert waited["chunks"] == built["chunks"] == 40
     assert not list(state.glob("memory.sqlite.tmp-*"))
+
+
+@pytest.mark.parametrize("command", ["search", "index"])
+def test_ctrl_c_during_a_first_index_build_ends_it_at_once_and_loses_nothing(
+    write_workspace: WorkspaceWriter,
+    write_config: ConfigWriter,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    command: str,
+) -> None:
+    # A first `search` builds the index on a thread of its own; Ctrl-C used to unwind the
+    # main thread and then wait, closing the index, for the rest of the build (6 min for
+    # a 1,500-note workspace). The sync now stops at its next progress report.
+    notes = {f"memory/n-{i:03d}.md": f"# n {i}\n\nword{i} and more\n" for i in range(40)}
+    write_workspace(notes)
+    config = write_config('[embedding]\nprovider = "slow"\n')
+    log = tmp_path / "batches.log"
+    monkeypatch.setenv("MEMORY_ROUTER_PLUGIN_MODULES", "slow_embedder_plugin")
+    paths = [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
+    monkeypatch.setenv("SLOW_EMBED_S", "0.5")
+    monkeypatch.setenv("SLOW_BATCH_TOKENS", "1")  # one chunk a batch: 40 batches, 20 s
+    monkeypatch.setenv("SLOW_EMBED_LOG", str(log))
+    args = [sys.executable, "-m", "memory_router", "--config", str(config), command]
+    process = subprocess.Popen(
+        [*args, *(["word7"] if command == "search" else [])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (log.is_file() and log.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert log.is_file(), "the build never started embedding"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.communicate()
+    assert process.returncode == 130, err
+    assert "Interrupted." in err
+    assert len(log.read_text().split()) < 40  # stopped, not run to the end
+    state = config.parent / "state/agents/main"
+    assert not list(state.glob("memory.sqlite.tmp-*"))
+    monkeypatch.setenv("SLOW_EMBED_S", "0")
+    again = subprocess.run(
+        [*args[:-1], "index", "--json"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)[0]["chunks"] == 40
 
 
 # -- the README's quick start ------------------------------------------------------------

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from memory_router import BackendUnavailable
+from memory_router import BackendUnavailable, acquire_lock
 
 from ._damage import diagnose, index_lock, mark_damaged, move_aside, remove_orphans, unwritable_hint
 from ._db import Connection, Driver, connect, ensure_fts, migrate, table_exists, vec_dims
@@ -324,14 +324,18 @@ class Store:
             conn.close()
 
     def close(self) -> None:
-        """Close every connection. Idempotent."""
-        with self.write_lock:
+        """Close every connection. Idempotent. A write in progress is waited for: the
+        router stops the syncs it runs at their next progress report when it closes."""
+        acquire_lock(self.write_lock)
+        try:
             if self._closed:
                 return
             self._drop_connections()
             self.changed()
             with self._pool_lock:
                 self._closed = True
+        finally:
+            self.write_lock.release()
 
 
 def _inode(path: Path) -> int | None:

@@ -9,6 +9,7 @@ live index is untouched and the temporary file is removed.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -64,6 +65,10 @@ Batch = tuple[Group, Group]
 """Documents to write and embed, and documents to adopt (see :meth:`Indexer._groups`)."""
 
 
+class Stopped(Exception):
+    """Raised on the embedding thread once the writing thread stopped early."""
+
+
 class Meter:
     """Progress of a sync: files written, or (with an embedder) chunks embedded.
 
@@ -76,6 +81,7 @@ class Meter:
         self.progress = progress
         self.by_chunks = chunks
         self.files_chunked = self.chunks_seen = self.chunks_done = self.files_done = 0
+        self.stop = threading.Event()
 
     def total(self) -> int:
         if not self.files_chunked or self.files_chunked >= self.files:
@@ -94,6 +100,8 @@ class Meter:
 
     def embedding(self, *, done: int, total: int, label: str) -> None:
         """The embedder's per-call progress, shifted by the chunks of earlier groups."""
+        if self.stop.is_set():
+            raise Stopped("the sync stopped: the rest of this group is not embedded")
         self.progress(done=self.chunks_done + done, total=max(self.total(), total), label=label)
 
     def embedded(self, count: int) -> None:
@@ -158,8 +166,12 @@ class Indexer:
         adoptable = {p: ids for p, ids in self.orphans().items() if p not in stored}
         # Thread 1 reads and chunks files, thread 2 embeds, this thread writes (SQLite).
         batches = self._groups(snapshot, changed, meter, adoptable)
-        chunked = prefetch(batches, depth=2, name="chunking")
-        embedded = prefetch(((b, self._embed(b, meter)) for b in chunked), name="embedding")
+        # Set when this thread stops early (Ctrl-C, a failed write): the embedding thread
+        # then ends at its next batch instead of embedding the rest of its group.
+        chunked = prefetch(batches, depth=2, name="chunking", cancel=meter.stop)
+        embedded = prefetch(
+            ((b, self._embed(b, meter)) for b in chunked), name="embedding", cancel=meter.stop
+        )
         for batch, vectors in embedded:
             self._write(batch, vectors, stored, counts)
             meter.wrote(len(batch[0]) + len(batch[1]))

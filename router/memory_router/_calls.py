@@ -8,7 +8,14 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from ._exceptions import BackendError, BackendTimeout, InvalidInput, MemoryRouterError
+from ._exceptions import (
+    BackendError,
+    BackendTimeout,
+    BackendUnavailable,
+    InvalidInput,
+    MemoryRouterError,
+)
+from ._progress_types import Progress
 from ._waits import join_thread
 
 T = TypeVar("T")
@@ -68,6 +75,22 @@ def call_with_deadline(name: str, call: Callable[[], T], timeout: float) -> T:
     if "error" in box:
         raise box["error"]
     return box["result"]  # type: ignore[no-any-return]
+
+
+def stopping_on(stop: threading.Event, progress: Progress, *, backend: str) -> Progress:
+    """``progress`` that raises once ``stop`` is set: a sync that reports progress (the
+    built-in and LanceDB backends do per file and per embedding batch) then ends at its
+    next report, rolling back what it had not committed, instead of keeping a closing
+    router (Ctrl-C, ``serve`` shutting down) waiting for the rest of the workspace."""
+
+    def report(*, done: int, total: int, label: str) -> None:
+        if stop.is_set():
+            raise BackendUnavailable(
+                f"sync stopped ({label} {done}/{total}): the router is closing", backend=backend
+            )
+        progress(done=done, total=total, label=label)
+
+    return report
 
 
 def fail_closed(name: str, error: MemoryRouterError) -> MemoryRouterError:

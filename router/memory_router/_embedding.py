@@ -316,7 +316,8 @@ class Embedder:
 
         workers = max(1, min(provider.concurrency, len(batches)))
         results: Iterator[dict[str, Vector]]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
             results = pool.map(run, batches) if workers > 1 else map(run, batches)
             for batch, vectors in zip(batches, results, strict=True):
                 fresh.update(vectors)
@@ -324,6 +325,8 @@ class Embedder:
                     self.cache.put_many(provider.id, provider.model, key, vectors)
                 done += len(batch)
                 progress(done=done, total=len(texts), label="embedding")
+        finally:  # a failed batch or a stopped sync: the batches not started are dropped
+            pool.shutdown(cancel_futures=True)
         self.embedded += len(fresh)
         merged = {**cached, **fresh}
         return [merged[h] for h in hashes]

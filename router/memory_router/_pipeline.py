@@ -19,12 +19,21 @@ T = TypeVar("T")
 _END = object()
 
 
-def prefetch(items: Iterable[T], *, depth: int = 1, name: str = "prefetch") -> Iterator[T]:
+def prefetch(
+    items: Iterable[T],
+    *,
+    depth: int = 1,
+    name: str = "prefetch",
+    cancel: threading.Event | None = None,
+) -> Iterator[T]:
     """Yield ``items`` in order, computed by a background thread up to ``depth`` ahead.
 
     An exception in the producer is raised at the consumer's next step. When the
-    consumer stops early (``break``, an exception, ``close()``), the producer stops after
-    its current item and is joined, and ``items`` is closed when it is a generator.
+    consumer stops early (``break``, an exception such as Ctrl-C's, ``close()``), the
+    producer stops after its current item and is joined, and ``items`` is closed when it
+    is a generator. ``cancel`` is set then (never when the items simply ran out): work
+    that computes an item may watch it to end early, so the consumer does not wait for
+    a long item it no longer wants.
     """
     slots: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=max(1, depth))
     stop = threading.Event()
@@ -54,17 +63,23 @@ def prefetch(items: Iterable[T], *, depth: int = 1, name: str = "prefetch") -> I
 
     thread = threading.Thread(target=produce, name=name, daemon=True)
     thread.start()
+    finished = False
     try:
         while True:
             try:  # in slices: a consumer on the main thread must still see Ctrl-C
                 ok, item = slots.get(timeout=SLICE_S)
             except queue.Empty:
-                continue
+                if thread.is_alive() or not slots.empty():
+                    continue
+                raise RuntimeError(f"{name}: the producer ended without a last item") from None
             if not ok:
                 raise item
             if item is _END:
+                finished = True
                 return
             yield item
     finally:
         stop.set()
+        if not finished and cancel is not None:
+            cancel.set()
         join_thread(thread)

@@ -17,7 +17,14 @@ import pluggy
 from . import _entries, _files, _filters, _journal, _plugins, _ranking
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
 from ._breaker import CircuitBreaker, CircuitOpen, FallbackLog
-from ._calls import call_with_deadline, contained, fail_closed, positive_int, unit_float
+from ._calls import (
+    call_with_deadline,
+    contained,
+    fail_closed,
+    positive_int,
+    stopping_on,
+    unit_float,
+)
 from ._config import Config, apply_overrides, ensure_dir, load_config
 from ._embedding import Embedder
 from ._entries import EntryBook, ForgetResult, RecallResult, StoreResult
@@ -94,6 +101,7 @@ class Router:
         self._health = HealthFile(config.agent_state_path)
         self._health.restore(self._breakers, config.router.breaker.cooldown_s)
         self._closed = False
+        self._closing = threading.Event()  # ends running syncs at their next progress report
         self._book = EntryBook(config, lambda: self.embedder)
         self._remember_lock = threading.Lock()
 
@@ -243,7 +251,11 @@ class Router:
         with self._index_lock(name, wait_s=wait_s, progress=progress):  # IndexBusy goes up
             try:
                 with contained(name, "sync"):
-                    report = self.backend(name).sync(snapshot, force=force, progress=progress)
+                    report = self.backend(name).sync(
+                        snapshot,
+                        force=force,
+                        progress=stopping_on(self._closing, progress, backend=name),
+                    )
             except ConfigError:
                 raise  # a setting to fix, not a backend failure
             except MemoryRouterError as error:
@@ -283,7 +295,9 @@ class Router:
         from the index there is, with a note (``IndexBusy``), and the next one tries again.
         """
         with self._index_lock(name, wait_s=0):
-            report = self.backend(name).sync(self.snapshot())
+            report = self.backend(name).sync(
+                self.snapshot(), progress=stopping_on(self._closing, no_progress, backend=name)
+            )
         if report.errors:
             raise BackendError("; ".join(report.errors), backend=name)
         self._ledger.synced(name, seen)
@@ -680,6 +694,7 @@ class Router:
         if self._closed:
             return
         self._closed = True
+        self._closing.set()
         for name, backend in list(self._backends.items()):
             try:
                 with contained(name, "close"):

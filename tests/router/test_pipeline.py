@@ -59,3 +59,35 @@ def test_stopping_early_stops_and_closes_the_producer() -> None:
     stream.close()  # joins the producer thread
     assert closed.is_set()
     assert len(produced) <= 3  # it stopped within its look-ahead, not at the end
+
+
+def test_cancel_is_set_when_the_consumer_stops_early_so_a_long_item_can_end() -> None:
+    cancel = threading.Event()
+    steps: list[int] = []
+
+    def long_items() -> Iterator[int]:
+        yield 0
+        for step in range(600):  # a long second item that watches ``cancel`` (60 s)
+            if cancel.is_set():
+                return
+            steps.append(step)
+            time.sleep(0.1)
+        yield 1
+
+    items = prefetch(long_items(), cancel=cancel)
+    assert next(items) == 0
+    while not steps:  # the producer is inside the long item
+        time.sleep(0.01)
+    items.close()  # the consumer stops early: close() returns once the producer ended
+    assert cancel.is_set()
+    assert len(steps) < 600
+
+
+def test_cancel_stays_clear_when_the_items_run_out_even_in_chained_stages() -> None:
+    # Two stages sharing one event (as the SQLite sync's chunking and embedding do): the
+    # first running out must not stop the second, which would then never deliver its end.
+    cancel = threading.Event()
+    first = prefetch(iter(range(5)), cancel=cancel, name="first")
+    second = prefetch((i * 2 for i in first), cancel=cancel, name="second")
+    assert list(second) == [0, 2, 4, 6, 8]
+    assert not cancel.is_set()
