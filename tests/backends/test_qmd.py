@@ -370,3 +370,23 @@ def test_files_that_are_not_utf_8_are_reported_for_qmd_too(
     assert report.warnings[2].startswith(
         "qmd reads the Markdown itself: it indexes memory/garbage.md, memory/latin.md"
     )
+
+
+def test_a_latin_1_note_is_cited_as_the_router_reads_it(
+    tmp_path: Path, write_workspace: Any
+) -> None:
+    # QMD indexes the bytes as it decodes them ("é" becomes U+FFFD); citing read the file
+    # as strict UTF-8, failed, and kept QMD's mangled lines.
+    workspace = write_workspace(NOTES)
+    note = "# Séjour\n\nRenée booked the quinta in Sintra.\n"
+    (workspace / "memory/latin.md").write_bytes(note.encode("latin-1"))
+    backend = make_backend(tmp_path, workspace, update_on_boot=False)
+    try:
+        backend.cycle.run(force=True)
+        result = backend.search(ask("Which quinta in Sintra did Renée book?"))
+    finally:
+        backend.close()
+    top = result.hits[0]
+    assert top.path == "memory/latin.md"
+    assert top.snippet == "# Séjour\n\nRenée booked the quinta in Sintra."
+    assert (top.start_line, top.end_line) == (1, 3)
