@@ -209,7 +209,7 @@ class QmdBackend(Backend):
         args += [] if rerank else ["--no-rerank"]
         for name in collections:
             args += ["-c", name]
-        output = self.runner.run([*args, "--", document], timeout=timeout).stdout
+        output = self.runner.run([*args, "--", document], timeout=timeout, abandon=True).stdout
         try:
             return json.loads(output)
         except ValueError:
@@ -326,9 +326,11 @@ class QmdBackend(Backend):
         return self._version, None
 
     def close(self) -> None:
-        """Stop the update cycle and the sidecar, killing any child still running."""
+        """Stop the update cycle and the sidecar, killing any child still running (those
+        given up on included: this returns once they are reaped)."""
         self.cycle.close()
         self.sidecar.close()
+        self.runner.close()
 
 
 def _candidate_limit(request: SearchRequest) -> int:

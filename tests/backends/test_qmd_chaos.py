@@ -253,3 +253,42 @@ def test_a_sidecar_hung_mid_run_falls_back_without_waiting_for_the_kill_grace(
         hung = int((fake.parent / "mcp-request.pid").read_text())
         assert wait_until(lambda: not alive(hung), 30.0)  # killed in the background
     assert running_from(fake.parent) == []
+
+
+def test_a_hung_one_shot_query_falls_back_without_waiting_for_the_kill_grace(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # With `use_mcp = false`, a `qmd query` that ignores SIGTERM made the search wait its
+    # timeout and then the whole `kill_grace_s` before SQLite could answer.
+    fake = install_fake(tmp_path / "fake", behaviour="query=hang")
+    router = chain_router(
+        tmp_path,
+        workspace,
+        fake,
+        use_mcp=False,
+        search_timeout_s=10.0,  # the fake's start, on a loaded machine, comes out of it
+        kill_grace_s=60.0,
+        deadline_s=90.0,
+    )
+    with router:
+        reason, elapsed = timed_fallback(router)
+        assert elapsed < 40.0  # the 10 s budget plus a margin, not plus the 60 s kill grace
+        assert "qmd query did not finish within 10 s (killed in the background)" in reason
+        hung = int((fake.parent / "query.pid").read_text())
+        assert wait_until(lambda: not alive(hung), 30.0)  # killed in the background
+
+
+def test_closing_waits_for_a_hung_one_shot_query_to_be_reaped(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # The search fell back at its deadline and left the child to a reaper thread: closing
+    # the router must not return (and the CLI exit) while that child still runs.
+    fake = install_fake(tmp_path / "fake", behaviour="query=hang")
+    router = chain_router(
+        tmp_path, workspace, fake, use_mcp=False, search_timeout_s=10.0, deadline_s=90.0
+    )
+    reason, _ = timed_fallback(router)
+    assert "killed in the background" in reason
+    router.close()
+    assert running_from(fake.parent) == []
+    assert not alive(int((fake.parent / "query.pid").read_text()))
