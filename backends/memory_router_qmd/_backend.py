@@ -287,6 +287,10 @@ class QmdBackend(Backend):
             "sidecar": {"enabled": self.settings.use_mcp, **self.sidecar.status()},
         }
         error = stats.error if stats.error != "no index yet" else None
+        update = self.cycle.last_update
+        if error is None and update is not None and update.status == "failed":
+            # As a search would (the router falls back when a sync failed): not ready.
+            error = f"qmd update failed: {update.error}"
         if self.settings.use_mcp:
             error = error or self.sidecar.down_reason()
         if deep:
