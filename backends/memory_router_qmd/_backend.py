@@ -296,6 +296,11 @@ class QmdBackend(Backend):
         if deep:
             details["version"], version_error = self._probe_version()
             error = error or version_error
+        if error is not None and self._recent_hang() is not None:
+            details["hint"] = (
+                f"QMD does not answer: run `{' '.join(self.command.argv)} --version` to see"
+                " why; searches go to the next backend of the chain meanwhile"
+            )
         files = sum(stats.documents.values())
         return BackendStatus(
             name=self.name,
@@ -320,8 +325,16 @@ class QmdBackend(Backend):
             for c in collections
         ]
 
+    def _recent_hang(self) -> str | None:
+        return self.runner.recent_hang(self.settings.failure_backoff_s)
+
     def _probe_version(self) -> tuple[str | None, str | None]:
+        """QMD's ``--version`` (asked once), or why it cannot be had; not asked while a
+        call hung recently (it would hang ``command_timeout_s`` too)."""
         if self._version is None:
+            hung = self._recent_hang()
+            if hung is not None:
+                return None, hung
             try:
                 result = self.runner.run(["--version"], timeout=self.settings.command_timeout_s)
             except MemoryRouterError as error:

@@ -86,6 +86,7 @@ class QmdRunner:
         self._lock = threading.Lock()
         self._closed = False
         self._reapers: list[threading.Thread] = []
+        self._hang: tuple[float, str] | None = None  # when, and what timed out
 
     @property
     def cache_home(self) -> Path:
@@ -167,6 +168,7 @@ class QmdRunner:
             self._reap(process, self.kill_grace_s)
             raise
         self._forget(process)
+        self._hang = None  # it answered (even a refusal is an answer)
         result = CliResult(
             returncode=process.returncode,
             stdout=stdout,
@@ -191,7 +193,20 @@ class QmdRunner:
             return BackendTimeout(f"{what} (killed in the background)", backend=self.backend)
         _, stderr = self._reap(process, self.kill_grace_s)
         detail = f"; stderr: {tail(stderr, 400)}" if stderr.strip() else ""
+        self._hang = (time.monotonic(), f"{what} (killed)")
         return BackendTimeout(f"{what} (killed){detail}", backend=self.backend)
+
+    def recent_hang(self, within: float) -> str | None:
+        """``QMD hung N s ago: <the call>`` when a call other than a query ran out of time
+        less than ``within`` seconds ago and none has answered since, else ``None``.
+
+        Queries are left out: a slow query on a busy machine says little, while a hung
+        ``--version`` or ``update`` means the next call would most likely hang as well.
+        """
+        hang = self._hang
+        if hang is None or time.monotonic() - hang[0] >= within:
+            return None
+        return f"QMD hung {time.monotonic() - hang[0]:.0f} s ago: {hang[1]}"
 
     def _reap(self, process: subprocess.Popen[str], grace: float) -> tuple[str, str]:
         try:

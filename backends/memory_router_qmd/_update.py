@@ -136,7 +136,12 @@ class UpdateCycle:
 
         A call that finds a cycle running waits for it; if that cycle's ``update`` failed,
         the call fails with it at once instead of giving a sick QMD a second full timeout.
+        So does a call made less than ``failure_backoff`` seconds after a QMD call hung
+        (``force`` or not): one hung call is enough to know.
         """
+        hung = self.runner.recent_hang(self.failure_backoff)
+        if hung is not None:
+            raise BackendError(f"qmd update not started: {hung}", backend=self.runner.backend)
         if not self._lock.acquire(blocking=False):
             generation = self._generation
             self._lock.acquire()
