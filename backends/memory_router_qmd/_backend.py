@@ -42,7 +42,7 @@ from ._models import Preflight
 from ._process import QmdRunner
 from ._results import RELAXED_COVERAGE, SCORING, RawHit, calibrated, parse_items, to_hits
 from ._settings import MODES, QmdSettings
-from ._update import UpdateCycle
+from ._update import UpdateCycle, reported_counts
 
 
 class QmdBackend(Backend):
@@ -79,6 +79,7 @@ class QmdBackend(Backend):
             failure_backoff=self.settings.failure_backoff_s,
             can_embed=lambda: self.preflight.usable("embed"),
             prepare=self._prepare,
+            record=context.state_dir / "last-cycle.json",
         )
         self._prepare(rewrite=False)
         self.cycle.start(
@@ -226,8 +227,10 @@ class QmdBackend(Backend):
     ) -> SyncReport:
         """Export transcripts, declare collections, ``update``, then ``embed`` when possible.
 
-        Counts are QMD's own (``Indexed: …`` lines); ``chunks`` is the number of documents
-        QMD holds afterwards (QMD chunks only for vectors, and those are its own).
+        Counts are QMD's own (``Indexed: …`` lines), those of background cycles since the
+        last sync included (the start-up cycle may have built the index just before);
+        ``chunks`` is the number of documents QMD holds afterwards (QMD chunks only for
+        vectors, and those are its own).
 
         QMD indexes the Markdown itself (its chunks and vectors are its own), so the
         snapshot's fingerprint does not apply; ``force`` re-embeds everything.
@@ -244,6 +247,7 @@ class QmdBackend(Backend):
                 ) from error
             self._line_maps = load_line_maps(self.export_dir)
         update, embed = self.cycle.run(force=True, embed_force=force)
+        counts = reported_counts(update, self.cycle.take_changes())
         if snapshot.config.sessions_enabled:
             purge_old_redaction(snapshot, self.export_dir, self.cycle.cleanup)
         progress(done=2, total=2, label="qmd embed")
@@ -251,10 +255,10 @@ class QmdBackend(Backend):
         indexed = sum(read_stats(self.runner.index_path).documents.values())
         return SyncReport(
             backend=self.name,
-            added=update.counts.get("added", 0),
-            updated=update.counts.get("updated", 0),
-            removed=update.counts.get("removed", 0),
-            unchanged=update.counts.get("unchanged", 0),
+            added=counts["added"],
+            updated=counts["updated"],
+            removed=counts["removed"],
+            unchanged=counts["unchanged"],
             chunks=indexed,
             embedded=embed.counts.get("chunks", 0),
             full_rebuild=force,
