@@ -230,17 +230,25 @@ def test_a_hung_sidecar_start_costs_the_search_budget_not_the_start_budget(
     assert running_from(fake.parent) == []
 
 
-def test_a_sidecar_hung_mid_run_falls_back_without_waiting_for_the_kill_grace(
-    tmp_path: Path, workspace: Path
+HUNG_QUERIES = [
+    ("mcp-request", "qmd mcp tools/call gave no answer within 10 s (sidecar killed)"),
+    ("query", "qmd query did not finish within 10 s (killed in the background)"),
+]
+
+
+@pytest.mark.parametrize(("point", "reason_given"), HUNG_QUERIES, ids=["mcp", "one-shot"])
+def test_a_hung_query_falls_back_without_waiting_for_the_kill_grace(
+    tmp_path: Path, workspace: Path, point: str, reason_given: str
 ) -> None:
-    # A `kill -STOP`ped sidecar (SIGTERM has no effect) made the search wait its timeout
-    # and then the whole `kill_grace_s` before SQLite could answer.
-    fake = install_fake(tmp_path / "fake", behaviour="mcp-request=hang")
+    # A `kill -STOP`ped sidecar, or with `use_mcp = false` a `qmd query` (SIGTERM has no
+    # effect on either), made the search wait its timeout and then the whole
+    # `kill_grace_s` before SQLite could answer.
+    fake = install_fake(tmp_path / "fake", behaviour=f"{point}=hang")
     router = chain_router(
         tmp_path,
         workspace,
         fake,
-        use_mcp=True,
+        use_mcp=point != "query",
         search_timeout_s=10.0,  # the fake's start, on a loaded machine, comes out of it
         command_timeout_s=30.0,
         kill_grace_s=60.0,
@@ -248,34 +256,11 @@ def test_a_sidecar_hung_mid_run_falls_back_without_waiting_for_the_kill_grace(
     )
     with router:
         reason, elapsed = timed_fallback(router)
-        assert "tools/call gave no answer within 10 s" in reason
         assert elapsed < 40.0  # the 10 s budget plus a margin, not plus the 60 s kill grace
-        hung = int((fake.parent / "mcp-request.pid").read_text())
+        assert reason_given in reason
+        hung = int((fake.parent / f"{point}.pid").read_text())
         assert wait_until(lambda: not alive(hung), 30.0)  # killed in the background
     assert running_from(fake.parent) == []
-
-
-def test_a_hung_one_shot_query_falls_back_without_waiting_for_the_kill_grace(
-    tmp_path: Path, workspace: Path
-) -> None:
-    # With `use_mcp = false`, a `qmd query` that ignores SIGTERM made the search wait its
-    # timeout and then the whole `kill_grace_s` before SQLite could answer.
-    fake = install_fake(tmp_path / "fake", behaviour="query=hang")
-    router = chain_router(
-        tmp_path,
-        workspace,
-        fake,
-        use_mcp=False,
-        search_timeout_s=10.0,  # the fake's start, on a loaded machine, comes out of it
-        kill_grace_s=60.0,
-        deadline_s=90.0,
-    )
-    with router:
-        reason, elapsed = timed_fallback(router)
-        assert elapsed < 40.0  # the 10 s budget plus a margin, not plus the 60 s kill grace
-        assert "qmd query did not finish within 10 s (killed in the background)" in reason
-        hung = int((fake.parent / "query.pid").read_text())
-        assert wait_until(lambda: not alive(hung), 30.0)  # killed in the background
 
 
 def test_closing_waits_for_a_hung_one_shot_query_to_be_reaped(
