@@ -88,8 +88,10 @@ def test_every_fault_at_every_query_point_falls_back_with_a_reason(
     fake = install_fake(tmp_path / "fake", behaviour=f"{point}={mode}")
     # Only a hang waits for the deadline. Other faults answer the moment the fake reaches
     # its point, so they get budgets a loaded machine cannot miss (under a load of 16 a
-    # 4 s deadline ran out while the fake was still starting, before it reached the point).
-    budget = {} if mode == "hang" else {"deadline_s": 20.0, "command_timeout_s": 15.0}
+    # 4 s deadline ran out while the fake was still starting, before it reached the point;
+    # the start counts against the search's own timeout too).
+    roomy = {"deadline_s": 20.0, "command_timeout_s": 15.0, "search_timeout_s": 15.0}
+    budget = {} if mode == "hang" else roomy
     with chain_router(tmp_path, workspace, fake, use_mcp=use_mcp, **budget) as router:
         router.sync(backends=["sqlite"])
         started = time.monotonic()
