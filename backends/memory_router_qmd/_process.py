@@ -27,6 +27,8 @@ from memory_router import (
     BackendError,
     BackendTimeout,
     BackendUnavailable,
+    communicate,
+    join_thread,
     signal_child,
     spawn_child,
 )
@@ -159,7 +161,7 @@ class QmdRunner:
             process = self.spawn(args)
             self._active.add(process)
         try:
-            stdout, stderr = process.communicate(timeout=timeout)
+            stdout, stderr = communicate(process, timeout)
         except subprocess.TimeoutExpired:
             raise self._timed_out(process, args, timeout, abandon=abandon) from None
         except BaseException:
@@ -251,7 +253,7 @@ class QmdRunner:
         with self._lock:
             reapers = list(self._reapers)
         for reaper in reapers:
-            reaper.join()
+            join_thread(reaper)
 
     def failure(self, args: Sequence[str], returncode: int, stderr: str) -> BackendError:
         """The error for a call that exited with ``returncode``."""

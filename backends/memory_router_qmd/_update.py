@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_router import BackendError, MemoryRouterError
+from memory_router import BackendError, MemoryRouterError, acquire_lock
 
 from ._process import QmdRunner
 
@@ -174,7 +174,7 @@ class UpdateCycle:
             raise BackendError(f"qmd update not started: {hung}", backend=self.runner.backend)
         if not self._lock.acquire(blocking=False):
             generation = self._generation
-            self._lock.acquire()
+            acquire_lock(self._lock)
             failed = self.last_update
             if generation != self._generation and failed and failed.status == "failed":
                 self._lock.release()

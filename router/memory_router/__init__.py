@@ -104,6 +104,7 @@ if TYPE_CHECKING:
         SyncReport,
         no_progress,
     )
+    from ._waits import acquire_lock, communicate, join_thread, wait_event, wait_future
     from ._workspace import Snapshot
     from .hookspecs import hookimpl
 
@@ -193,6 +194,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SyncReport",
         "no_progress",
     ),
+    "._waits": ("acquire_lock", "communicate", "join_thread", "wait_event", "wait_future"),
     "._workspace": ("Snapshot",),
     ".hookspecs": ("hookimpl",),
 }
@@ -259,6 +261,7 @@ __all__ = [
     "Unsupported",
     "VectorScale",
     "__version__",
+    "acquire_lock",
     "best_lines",
     "best_runs",
     "bm25_to_score",
@@ -266,6 +269,7 @@ __all__ = [
     "build_or_query",
     "capture",
     "check_memory_flush",
+    "communicate",
     "convex_fusion",
     "decode",
     "entry_weight",
@@ -275,6 +279,7 @@ __all__ = [
     "get_plugin_manager",
     "hookimpl",
     "is_silent_reply",
+    "join_thread",
     "keyword_coverage",
     "lazy_exports",
     "load_config",
@@ -291,6 +296,8 @@ __all__ = [
     "signal_child",
     "spawn_child",
     "vector_scale",
+    "wait_event",
+    "wait_future",
     "weighted_fusion",
     "zscore_fusion",
 ]
