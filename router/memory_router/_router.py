@@ -233,6 +233,13 @@ class Router:
         chain = self.config.router.chain
         explicit = backends is not None
         names = list(backends) if backends is not None else list(chain)
+        for name in names:  # before any lock or folder is made under the name
+            if name not in self.backend_specs:
+                raise NotFound(
+                    f"no backend named {name!r}",
+                    key=name,
+                    hint=f"use one of: {', '.join(sorted(self.backend_specs))}",
+                )
         hot = self.config.router.standby == "hot"
         snapshot = self.snapshot()
         reports: list[SyncReport] = []
