@@ -305,7 +305,6 @@ def test_index_and_search_keyword_only(
     assert re.match(r"^sqlite: 0 added, 0 updated, 0 removed, 3 unchanged", again.stdout)
 
 
-
 @pytest.mark.parametrize("name", ["nope", "\x00", "../../outside"])
 def test_index_of_an_unknown_backend_is_refused_before_anything_is_made(
     write_config: Callable[..., Path], write_workspace: Callable[..., Path], name: str
@@ -321,6 +320,7 @@ def test_index_of_an_unknown_backend_is_refused_before_anything_is_made(
     assert "Hint: use one of: " in result.stderr
     assert "sqlite" in result.stderr
     assert sorted(p for p in config.parent.rglob("*")) == before
+
 
 def test_index_draws_a_progress_bar_only_on_a_terminal(
     monkeypatch: pytest.MonkeyPatch,

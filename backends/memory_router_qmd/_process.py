@@ -265,6 +265,9 @@ class QmdRunner:
         return BackendError(f"{what} failed (exit {returncode}){detail}", backend=self.backend)
 
 
+_REAP_S = 5.0  # for a group already sent SIGKILL to be gone
+
+
 def terminate(process: subprocess.Popen[str], grace: float) -> None:
     """SIGTERM the process group, wait ``grace`` seconds, then SIGKILL; reap the leader.
 
@@ -275,7 +278,13 @@ def terminate(process: subprocess.Popen[str], grace: float) -> None:
         process.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         _signal_group(process, signal.SIGKILL)
-        process.wait()
+        try:
+            process.wait(timeout=max(grace, _REAP_S))
+        except subprocess.TimeoutExpired:
+            # The guardian did not answer: kill it, and the command dies with it
+            # (PR_SET_PDEATHSIG), so this wait is bounded too.
+            process.kill()
+            process.wait(timeout=_REAP_S)
 
 
 def _signal_group(process: subprocess.Popen[str], sig: signal.Signals) -> None:

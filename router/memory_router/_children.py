@@ -9,7 +9,8 @@ end-of-file and SIGKILLs the command's whole group, grandchildren included (a ``
 launcher's worker, a shell's ``sleep``). Should the guardian itself be SIGKILLed, the
 command dies with it (``PR_SET_PDEATHSIG`` on Linux). Signal a child with
 :func:`signal_child`: the guardian forwards SIGTERM/SIGINT/SIGHUP to the group and turns
-SIGKILL into a group kill.
+SIGKILL into a group kill. Only the guardian's main thread takes those signals (its
+pipe-watching thread blocks them), so none can land where Python would not act on it.
 """
 
 from __future__ import annotations
@@ -49,13 +50,18 @@ def forward(sig, _frame):
         os.killpg(pid, signal.SIGKILL if sig == signal.SIGUSR1 else sig)
     except OSError:
         pass
-for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
+forwarded = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1)
+for sig in forwarded:
     signal.signal(sig, forward)
 def watch_parent():
     while os.read(watch, 1):
         pass
     forward(signal.SIGUSR1, None)
+# The watch thread is started with the forwarded signals blocked (it keeps that mask): the
+# kernel then always gives them to the main thread, the only one whose waitpid they end.
+signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)
 threading.Thread(target=watch_parent, daemon=True).start()
+signal.pthread_sigmask(signal.SIG_UNBLOCK, forwarded)
 _, status = os.waitpid(pid, 0)
 if os.WIFSIGNALED(status):
     died = os.WTERMSIG(status)

@@ -41,3 +41,38 @@ def test_sigkill_takes_the_grandchildren_and_leaves_no_zombie(tmp_path: Path) ->
         not Path(f"/proc/{grandchild}").exists()
         or "Z" in Path(f"/proc/{grandchild}/stat").read_text().rsplit(")", 1)[1].split()[0]
     )
+
+
+def test_only_the_guardians_main_thread_can_take_the_signals_it_forwards(
+    tmp_path: Path,
+) -> None:
+    # The guardian's main thread waits for the command in waitpid, and Python runs the
+    # forwarding handler there only. Linux gives a signal sent to the process to another
+    # thread when the main one already has one pending: a SIGUSR1 ("kill the group") that
+    # landed on the pipe-watching thread left the command alive and our terminate()
+    # waiting for it forever. That thread now blocks every signal the guardian forwards.
+    from qmd_fakes.processes import wait_until
+
+    ready = tmp_path / "ready"
+    child = spawn_child(["/bin/sh", "-c", f"echo $$ > {ready}; exec sleep 60"])
+    try:
+        assert wait_until(lambda: ready.is_file() and ready.read_text().strip(), 20)
+        tasks = Path(f"/proc/{child.pid}/task")
+        others = [t for t in tasks.iterdir() if int(t.name) != child.pid]
+        assert len(others) == 1  # the watch thread
+
+        def blocked(task: Path) -> set[int]:
+            line = next(
+                x for x in (task / "status").read_text().splitlines() if x.startswith("SigBlk:")
+            )
+            mask = int(line.split()[1], 16)
+            return {n for n in range(1, 65) if mask & (1 << (n - 1))}
+
+        forwarded = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1}
+        assert forwarded <= blocked(others[0])
+        assert not forwarded & blocked(tasks / str(child.pid))
+        signal_child(child, signal.SIGKILL)  # still a group kill, through the main thread
+        assert child.wait(timeout=20) == -signal.SIGKILL
+    finally:
+        child.kill()
+        child.wait(10)
