@@ -47,8 +47,8 @@ class Fused:
 
     ``vector`` / ``text`` are the scores the sides gave (``None``: that side did not find
     it); ``vector_part`` / ``text_part`` are the weighted contributions, which add up to
-    ``score``; ``support`` is the query's support they were scaled by (1: none;
-    :func:`query_support`).
+    ``score``; ``support`` is the factor both were scaled by (:func:`query_support`; 1
+    for the other methods).
     """
 
     id: str
