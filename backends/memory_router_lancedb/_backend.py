@@ -348,10 +348,7 @@ class LanceBackend(Backend):
         return dict(pointer.fingerprint) if pointer is not None else None
 
     def stage(self, *, fingerprint: Mapping[str, Any], resume: bool) -> Staging:
-        staging: Staging = self.store.guard(
-            "migrate", lambda: LanceStaging.open(self.store, fingerprint, resume=resume)
-        )
-        return staging
+        return LanceStaging.open(self.store, fingerprint, resume=resume)
 
     def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
         with self.store.writing("import"):

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import NotFound, Router, SearchRequest, testing
-from migrate_support import CountingEmbedder, corpus, lance_router
+from memory_router import NotFound, Router, SearchRequest, SyncReport, testing
+from migrate_support import CountingEmbedder, corpus, lance_router, make_router
+
+KILN = "# Kiln\n\nThe kiln reached 1240 degrees on the third firing.\n"
 
 
 def ids(router: Router, name: str) -> list[str]:
@@ -59,3 +61,38 @@ def test_staging_survives_a_restart_and_discard_leaves_the_live_store(tmp_path: 
         with pytest.raises(NotFound):
             lance.stage(fingerprint={}, resume=True)
         assert len(ids(router, "lancedb")) == 6  # the live generation never moved
+
+
+def test_a_rebuild_between_migration_batches_keeps_the_copy(tmp_path: Path) -> None:
+    # With keep_generations = 1 a rebuild prunes every generation but its own: it must
+    # leave the migration's copy alone, or the migration would publish dropped tables.
+    workspace = testing.write_workspace(tmp_path / "workspace", corpus(12))
+    config = testing.router_config(
+        tmp_path / "state-root",
+        workspace,
+        backend="sqlite",
+        embedding="counting",
+        sync={"on_search": False},
+        backends={"lancedb": {"uri": str(tmp_path / "lance"), "keep_generations": 1}},
+    )
+    rebuilt: list[SyncReport] = []
+    with make_router(config) as router:
+        router.sync(backends=["sqlite", "lancedb"])
+
+        def rebuild_midway(*, done: int, total: int, label: str) -> None:
+            if label == "migrating" and 0 < done < total and not rebuilt:
+                (workspace / "memory" / "kiln.md").write_text(KILN, encoding="utf-8")
+                rebuilt.extend(router.sync(backends=["lancedb"], force=True))
+
+        report = router.migrate("lancedb", source="sqlite", batch_size=4, progress=rebuild_midway)
+        assert rebuilt[0].full_rebuild
+        assert not rebuilt[0].errors
+        assert (report.mode, report.written) == ("reuse", 12)
+        assert ids(router, "lancedb") == sorted(ids(router, "sqlite"))  # the copy went live
+        (sync,) = router.sync(backends=["lancedb"])  # the file written meanwhile comes in
+        assert not sync.errors
+        assert (sync.added, sync.embedded) == (1, 0)  # the rebuild embedded it already
+        hits = router.backend("lancedb").search(
+            SearchRequest(query="kiln firing", max_results=3, min_score=0.0, candidates=10)
+        ).hits
+        assert hits[0].path == "memory/kiln.md"
