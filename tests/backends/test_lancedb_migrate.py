@@ -92,7 +92,9 @@ def test_a_rebuild_between_migration_batches_keeps_the_copy(tmp_path: Path) -> N
         (sync,) = router.sync(backends=["lancedb"])  # the file written meanwhile comes in
         assert not sync.errors
         assert (sync.added, sync.embedded) == (1, 0)  # the rebuild embedded it already
-        hits = router.backend("lancedb").search(
-            SearchRequest(query="kiln firing", max_results=3, min_score=0.0, candidates=10)
-        ).hits
+        hits = (
+            router.backend("lancedb")
+            .search(SearchRequest(query="kiln firing", max_results=3, min_score=0.0, candidates=10))
+            .hits
+        )
         assert hits[0].path == "memory/kiln.md"

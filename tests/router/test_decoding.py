@@ -34,7 +34,7 @@ def test_binary_is_not_text(data: bytes, why: str) -> None:
 @pytest.mark.parametrize(
     "data",
     [
-        "# Notes\n\nThe boiler was serviced.\n".encode() + bytes(512),  # a zero-filled tail
+        b"# Notes\n\nThe boiler was serviced.\n" + bytes(512),  # a zero-filled tail
         b"\x00\x01\x02\x03" * 64,  # control bytes alone are valid UTF-8 too
     ],
 )
