@@ -37,7 +37,14 @@ from ._chunking import chunk_id
 from ._embedding import Embedder, normalize
 from ._exceptions import InvalidInput, MemoryRouterError, NotFound, Unsupported
 from ._indexfile import IndexFile
-from ._migrate_target import Source, Target, check_distinct, open_source, open_target
+from ._migrate_target import (
+    Source,
+    Target,
+    check_distinct,
+    open_source,
+    open_target,
+    target_key,
+)
 from ._pipeline import prefetch
 from ._types import Chunk, Progress, _ToDict, no_progress
 from ._verify import VerifyReport, verify_backends
@@ -143,6 +150,13 @@ def migrate(
             assert isinstance(src, IndexFile)
             src.close()
     return dataclasses.replace(report, duration_ms=(time.perf_counter() - started) * 1000)
+
+
+def interrupted(router: Router, target: str | None, target_path: str | None) -> Checkpoint | None:
+    """The checkpoint a failed or interrupted migration into ``target`` (or the index file
+    ``target_path``) left, which ``resume`` continues from; ``None`` when there is none."""
+    key = target_key(target, target_path)
+    return load_checkpoint(checkpoint_path(router.config.agent_state_path, key))
 
 
 def _run(
