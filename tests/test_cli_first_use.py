@@ -198,6 +198,19 @@ def test_valid_utf_8_with_nul_bytes_is_binary_and_utf_16_is_text(
     )
 
 
+def test_a_failed_index_does_not_claim_the_workspace_is_empty(
+    write_workspace: WorkspaceWriter, write_config: ConfigWriter, tmp_path: Path
+) -> None:
+    write_workspace()
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the index folder should be\n")
+    config = write_config(f'{KEYWORD_ONLY}[backends.sqlite]\npath = "{blocked}/memory.sqlite"\n')
+    result = run("--config", str(config), "index")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"Error: sqlite: cannot write the index folder {blocked}")
+    assert "no memory files" not in result.stderr  # the workspace has three
+
+
 # -- get --from past the end ---------------------------------------------------------------
 
 

@@ -214,3 +214,27 @@ def test_failed_rebuild_keeps_the_old_tables_answering(tmp_path: Path) -> None:
         assert response.results[0].path == "MEMORY.md"
         lance = router.backend("lancedb")
         assert lance.store.generations() == [before]  # type: ignore[attr-defined]
+
+
+def test_a_folder_that_cannot_be_written_is_named_with_a_hint(tmp_path: Path) -> None:
+    # sysfs refuses new files and folders even to root: a read-only folder anywhere.
+    with router_for(tmp_path, {"uri": "/sys/kernel"}, chain=("sqlite",)) as router:
+        router.sync()
+        with pytest.raises(BackendUnavailable) as caught:
+            router.migrate("lancedb", source="sqlite")
+        assert caught.value.message == (
+            "lancedb migrate failed at /sys/kernel: its folder cannot be written"
+            " (a read-only file system, or no permission)"
+        )
+        assert "set [backends.lancedb] uri to a folder this user can write" in (
+            caught.value.hint or ""
+        )
+        assert router.search("garden gate").results  # the source answers as before
+    missing = {"uri": "/sys/memory-router-lance"}
+    with router_for(tmp_path / "b", missing, chain=("sqlite",)) as router:
+        with pytest.raises(BackendUnavailable) as caught:
+            router.backend("lancedb")
+        assert caught.value.message.startswith(
+            "lancedb cannot create its folder /sys/memory-router-lance: "
+        )
+        assert caught.value.hint is not None

@@ -199,6 +199,18 @@ def test_an_unwritable_index_folder_is_a_clear_error(tmp_path: Path, workspace: 
     assert str(blocked) in caught.value.message
 
 
+def test_a_folder_that_refuses_writes_is_not_called_no_folder(
+    tmp_path: Path, workspace: Path
+) -> None:
+    settings = {"path": "/sys/kernel/memory.sqlite"}  # sysfs refuses even root
+    config = testing.router_config(tmp_path, workspace, backend="sqlite", settings=settings)
+    with Router.from_config(config, plugins=[testing]) as router:
+        report = router.sync()[0]
+    assert report.errors[0].startswith("cannot write the index folder /sys/kernel: ")
+    assert "not a folder" not in report.errors[0]
+    assert "/sys/kernel" in (report.hint or "")
+
+
 def test_damaged_copies_are_capped(tmp_path: Path, workspace: Path) -> None:
     db = tmp_path / "state/agents/main/memory.sqlite"
     for _ in range(5):
