@@ -126,7 +126,7 @@ def test_migrate_into_an_index_file_with_to_path(setup: tuple[Path, Path]) -> No
     assert "Hint: give --to-path the file to write" in folder.output
 
 
-def test_an_interrupted_migration_says_how_to_continue(
+def test_an_interrupted_migration_says_how_to_continue_and_doctor_shows_it(
     write_workspace: Callable[..., Path],
     write_config: Callable[..., Path],
     monkeypatch: pytest.MonkeyPatch,
@@ -162,6 +162,21 @@ def test_an_interrupted_migration_says_how_to_continue(
         " chunks are written)",
     ]
     monkeypatch.setenv("SLOW_EMBED_S", "0")
+    doctor = [sys.executable, "-m", "memory_router", "--config", str(config), "doctor"]
+    found = subprocess.run(doctor, capture_output=True, text=True, timeout=120)
+    assert found.returncode == 1
+    lines = found.stdout.splitlines()
+    at = lines.index(
+        f"✗ migration into file:{backup}: unfinished: from sqlite (re-embed), 1 of 4 chunks"
+        " written (interrupted, or running in another process); its copy is kept beside the"
+        " live index"
+    )
+    assert lines[at + 1] == (
+        f"    fix: memory-router migrate --from sqlite --to-path {backup} --resume"
+        " (without --resume it starts clean)"
+    )
     resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert "3 written · 1 already written before the interruption" in resumed.stdout
+    after = subprocess.run(doctor, capture_output=True, text=True, timeout=120)
+    assert "migration into" not in after.stdout

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._checkpoint import load_checkpoint
 from ._exceptions import MemoryRouterError, Unsupported
 from ._explain import check_workspace
 from ._indexlock import holder
@@ -54,6 +55,7 @@ def checks(router: Router) -> list[Check]:
     found.append(_embedding_check(status.embedding))
     found.extend(_backend(router, backend, workspace.ok) for backend in status.backends)
     found.extend(_lock(router, name) for name in router.config.router.chain)
+    found.extend(_migrations(router))
     return found
 
 
@@ -241,6 +243,34 @@ def _lock(router: Router, name: str) -> Check:
     if pid is None:
         return Check(name=label, ok=True, detail="free")
     return Check(name=label, ok=True, detail=f"held by process {pid} (a sync is running)")
+
+
+def _migrations(router: Router) -> Iterator[Check]:
+    """A migration whose checkpoint is still there did not finish: its copy sits beside
+    the target's live index (disk space) until it is resumed or started again."""
+    folder = router.config.agent_state_path / "migrations"
+    for path in sorted(folder.glob("*.json")):
+        saved = load_checkpoint(path)
+        if saved is None:
+            continue
+        source = _option("from", saved.source)
+        target = _option("to", saved.target)
+        yield Check(
+            name=f"migration into {saved.target}",
+            ok=False,
+            detail=f"unfinished: from {saved.source} ({saved.mode}), {saved.done} of"
+            f" {saved.total} chunks written (interrupted, or running in another process);"
+            " its copy is kept beside the live index",
+            fix=f"memory-router migrate {source} {target} --resume (without --resume it"
+            " starts clean)",
+        )
+
+
+def _option(name: str, label: str) -> str:
+    """``--from NAME`` or ``--from-path PATH`` for a checkpoint's source or target label."""
+    if label.startswith("file:"):
+        return f"--{name}-path {label.removeprefix('file:')}"
+    return f"--{name} {label}"
 
 
 def lines(found: list[Check]) -> Iterator[str]:
