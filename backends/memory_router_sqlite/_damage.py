@@ -257,7 +257,10 @@ def unwritable_hint(folder: Path, error: OSError) -> str:
 
 def remove_index_files(path: Path) -> list[Path]:
     """Delete the index and everything this module keeps beside it; the paths removed."""
-    patterns = ("", "-wal", "-shm", ".lock", MARKER, ".tmp-*", ".backup-*", ".damaged-*")
+    patterns = (
+        *("", "-wal", "-shm", ".lock", MARKER, ".tmp-*", ".backup-*", ".damaged-*"),
+        ".migrating*",  # a migration's copy (and its -wal, -shm)
+    )
     removed = []
     for pattern in patterns:
         for found in path.parent.glob(f"{path.name}{pattern}"):

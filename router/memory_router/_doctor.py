@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._checkpoint import load_checkpoint
+from ._checkpoint import checkpoint_path, clear_checkpoint, load_checkpoint
 from ._exceptions import MemoryRouterError, Unsupported
 from ._explain import check_workspace
 from ._indexlock import holder
@@ -306,6 +306,11 @@ def reset(router: Router, names: list[str]) -> list[str]:
             backend = None
         with contextlib.suppress(Unsupported):
             removed.extend(backend.reset() if backend is not None else ())
+        # The reset dropped a migration's copy too: its checkpoint has nothing to resume.
+        checkpoint = checkpoint_path(router.config.agent_state_path, name)
+        if checkpoint.exists():
+            clear_checkpoint(checkpoint)
+            removed.append(str(checkpoint))
         for folder in derived_paths(router, name):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(str(folder))

@@ -220,10 +220,16 @@ def _stage(
         )
     try:
         return backend.stage(fingerprint=wanted, resume=True)
-    except NotFound:
+    except NotFound as error:
         if saved.phase == "publishing":
             return None  # killed after the switch, before the checkpoint was removed
-        raise
+        raise NotFound(
+            f"{error.message}: the interrupted migration's copy ({saved.done} of"
+            f" {saved.total} chunks written) is gone",
+            key="resume",
+            hint="run without --resume to start clean (the target was reset, or its location"
+            " changed since the migration was interrupted)",
+        ) from None
 
 
 def _rebuild(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import NotFound, Router, SearchRequest, SyncReport, testing
+from memory_router import NotFound, Router, SearchRequest, SyncReport, _doctor, testing
 from migrate_support import CountingEmbedder, corpus, lance_router, make_router
 
 KILN = "# Kiln\n\nThe kiln reached 1240 degrees on the third firing.\n"
@@ -98,3 +98,63 @@ def test_a_rebuild_between_migration_batches_keeps_the_copy(tmp_path: Path) -> N
             .hits
         )
         assert hits[0].path == "memory/kiln.md"
+
+
+class Stop(Exception):
+    """Stands for a kill after the first batch (the checkpoint is saved)."""
+
+
+def stop_after_first_batch(*, done: int, total: int, label: str) -> None:
+    if label == "migrating" and done:
+        raise Stop
+
+
+def test_a_copy_gone_since_the_interruption_is_explained_and_reset_forgets_it(
+    tmp_path: Path,
+) -> None:
+    workspace = testing.write_workspace(tmp_path / "workspace", corpus(6))
+    with lance_router(tmp_path, workspace) as router:
+        router.sync(backends=["sqlite", "lancedb"])
+        with pytest.raises(Stop):
+            router.migrate(
+                "lancedb", source="sqlite", batch_size=2, progress=stop_after_first_batch
+            )
+    moved = testing.router_config(
+        tmp_path / "state-root",
+        workspace,
+        backend="sqlite",
+        embedding="counting",
+        sync={"on_search": False},
+        backends={"lancedb": {"uri": str(tmp_path / "lance-moved")}},
+    )
+    with make_router(moved) as router:  # [backends.lancedb] uri changed meanwhile
+        with pytest.raises(NotFound) as gone:
+            router.migrate("lancedb", source="sqlite", resume=True)
+        assert gone.value.message.endswith(
+            "the interrupted migration's copy (2 of 6 chunks written) is gone"
+        )
+        assert (gone.value.hint or "").startswith("run without --resume to start clean")
+    with lance_router(tmp_path, workspace) as router:
+        assert [c.name for c in _doctor.checks(router)][-1] == "migration into lancedb"
+        removed = _doctor.reset(router, ["lancedb"])  # the copy's tables go too
+        assert any(path.endswith("migrations/lancedb.json") for path in removed)
+        assert "migration into lancedb" not in [c.name for c in _doctor.checks(router)]
+        with pytest.raises(NotFound, match="no interrupted migration into 'lancedb'"):
+            router.migrate("lancedb", source="sqlite", resume=True)
+        assert router.migrate("lancedb", source="sqlite").written == 6
+
+
+def test_resetting_sqlite_removes_a_migration_copy_and_its_checkpoint(tmp_path: Path) -> None:
+    workspace = testing.write_workspace(tmp_path / "workspace", corpus(6))
+    with lance_router(tmp_path, workspace) as router:
+        router.sync(backends=["sqlite", "lancedb"])
+        with pytest.raises(Stop):
+            router.migrate(
+                "sqlite", source="lancedb", batch_size=2, progress=stop_after_first_batch
+            )
+        index = tmp_path / "state-root/state/agents/main/memory.sqlite"
+        assert index.with_name("memory.sqlite.migrating").exists()
+        removed = _doctor.reset(router, ["sqlite"])
+        assert str(index.with_name("memory.sqlite.migrating")) in removed
+        assert not list(index.parent.glob("memory.sqlite.migrating*"))
+        assert not list((index.parent / "migrations").glob("*.json"))
