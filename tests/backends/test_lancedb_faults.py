@@ -276,6 +276,10 @@ def test_a_store_that_stops_answering_mid_copy_keeps_the_copy_for_resume(
             "then run the same command with --resume to continue where it stopped"
             " (3 of 8 chunks are written)"
         )
+        again = CliRunner().invoke(cli, [*args, "--batch-size", "3"])  # not resuming
+        assert again.exit_code == 1
+        assert "the object store cannot be reached" in again.output
+        assert "--resume" not in again.output  # it failed before its own copy began
         proxy.delay = no_delay
         time.sleep(3.0)  # request_timeout_s: an unreachable store is not tried again meanwhile
         resumed = CliRunner().invoke(cli, [*args, "--batch-size", "3", "--resume"])

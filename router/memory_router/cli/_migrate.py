@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from memory_router import BackendError, EmbeddingError, Router
+from memory_router._checkpoint import Checkpoint
 from memory_router._migrate import MigrationReport, interrupted
 from memory_router._openclaw import convert, read_openclaw, to_toml
 from memory_router._verify import VerifyReport
@@ -92,6 +93,7 @@ def migrate(
         verify = DEFAULT_QUERIES
     router = state(ctx).router()
     into = None if target_path else target or router.config.router.chain[0]
+    before = interrupted(router, into, target_path)
     try:
         with progress_bar(enabled=not as_json) as progress:
             report = router.migrate(
@@ -108,12 +110,12 @@ def migrate(
             )
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
-        left = _resume_hint(router, into, target_path)
+        left = _resume_hint(router, into, target_path, before, resume)
         if left:
             click.echo(f"Hint: {left}", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     except (BackendError, EmbeddingError) as error:  # a store or provider failed mid-copy
-        left = _resume_hint(router, into, target_path)
+        left = _resume_hint(router, into, target_path, before, resume)
         if left:
             error.hint = f"{error.hint}; then {left}" if error.hint else left
         raise
@@ -131,10 +133,18 @@ def migrate(
         ctx.exit(EXIT_ERROR)
 
 
-def _resume_hint(router: Router, target: str | None, target_path: str | None) -> str | None:
-    """How to continue a migration that stopped with its copy kept, or ``None``."""
+def _resume_hint(
+    router: Router,
+    target: str | None,
+    target_path: str | None,
+    before: Checkpoint | None,
+    resume: bool,
+) -> str | None:
+    """How to continue a migration that stopped with its copy kept, or ``None`` — also
+    when this run, not resuming, failed before its copy began (the checkpoint there is
+    an earlier run's, and this run would have started clean)."""
     saved = interrupted(router, target, target_path)
-    if saved is None:
+    if saved is None or (saved == before and not resume):
         return None
     return (
         f"run the same command with --resume to continue where it stopped ({saved.done} of"
