@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,44 @@ def test_resetting_sqlite_removes_a_migration_copy_and_its_checkpoint(tmp_path: 
         assert str(index.with_name("memory.sqlite.migrating")) in removed
         assert not list(index.parent.glob("memory.sqlite.migrating*"))
         assert not list((index.parent / "migrations").glob("*.json"))
+
+
+def test_syncs_on_another_thread_and_a_migration_both_land(tmp_path: Path) -> None:
+    # The store's write lock takes turns between them: each forced rebuild and each
+    # batch is whole, the copy survives every rebuild's pruning, and the last switch wins.
+    workspace = testing.write_workspace(tmp_path / "workspace", corpus(40))
+    config = testing.router_config(
+        tmp_path / "state-root",
+        workspace,
+        backend="sqlite",
+        embedding="counting",
+        sync={"on_search": False},
+        backends={"lancedb": {"uri": str(tmp_path / "lance"), "keep_generations": 1}},
+    )
+    with make_router(config) as router:
+        router.sync(backends=["sqlite", "lancedb"])
+        migrating = threading.Event()
+        done = threading.Event()
+        reports: list[SyncReport] = []
+
+        def syncs() -> None:
+            migrating.wait(60)
+            while not done.is_set():
+                reports.extend(router.sync(backends=["lancedb"], force=True))
+
+        def started(*, done: int, total: int, label: str) -> None:
+            migrating.set()
+
+        thread = threading.Thread(target=syncs)
+        thread.start()
+        try:
+            report = router.migrate("lancedb", source="sqlite", batch_size=4, progress=started)
+        finally:
+            done.set()
+            thread.join(120)
+        assert reports
+        assert [r.errors for r in reports] == [()] * len(reports)
+        assert report.written == 40
+        exported = ids(router, "lancedb")
+        assert exported == sorted(ids(router, "sqlite"))  # whichever switched last: all there
+        assert len(exported) == len(set(exported))
