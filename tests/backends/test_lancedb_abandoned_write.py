@@ -21,7 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import BackendUnavailable, NotFound, ProviderSpec, Router, hookimpl, testing
+from memory_router import (
+    BackendUnavailable,
+    Config,
+    NotFound,
+    ProviderSpec,
+    Router,
+    hookimpl,
+    testing,
+)
 from memory_router.testing import HashingEmbedder
 from s3_helpers.counting_proxy import CountingProxy, no_delay
 from s3_helpers.moto_server import BUCKET, S3Server
@@ -72,12 +80,11 @@ def proxy(s3_server: S3Server) -> Iterator[CountingProxy]:
         yield proxy
 
 
-def test_the_next_writer_waits_for_a_write_given_up_on(
-    tmp_path: Path, s3_server: S3Server, proxy: CountingProxy
-) -> None:
-    workspace = testing.write_workspace(tmp_path / "workspace", FILES)
-    embedder = GatedEmbedder(proxy)
-    config = testing.router_config(
+def gated_config(
+    tmp_path: Path, workspace: Path, s3_server: S3Server, proxy: CountingProxy
+) -> Config:
+    """``chain = ["lancedb"]`` on the S3 server behind ``proxy``, the gated provider."""
+    return testing.router_config(
         tmp_path,
         workspace,
         backend="lancedb",
@@ -90,6 +97,14 @@ def test_the_next_writer_waits_for_a_write_given_up_on(
         query={"min_score": 0.0},
         sync={"on_search": False},
     )
+
+
+def test_the_next_writer_waits_for_a_write_given_up_on(
+    tmp_path: Path, s3_server: S3Server, proxy: CountingProxy
+) -> None:
+    workspace = testing.write_workspace(tmp_path / "workspace", FILES)
+    embedder = GatedEmbedder(proxy)
+    config = gated_config(tmp_path, workspace, s3_server, proxy)
     events: list[str] = []
 
     def record(name: str) -> Callable[..., None]:
@@ -132,19 +147,7 @@ def test_a_migration_waits_for_a_write_given_up_on_and_stages_nothing(
 ) -> None:
     workspace = testing.write_workspace(tmp_path / "workspace", FILES)
     embedder = GatedEmbedder(proxy)
-    config = testing.router_config(
-        tmp_path,
-        workspace,
-        backend="lancedb",
-        embedding="gated",
-        settings={
-            "uri": f"s3://{BUCKET}/abandoned/{uuid.uuid4().hex}",
-            "storage_options": s3_server.options(endpoint=proxy.endpoint),
-            **TIMEOUTS,
-        },
-        query={"min_score": 0.0},
-        sync={"on_search": False},
-    )
+    config = gated_config(tmp_path, workspace, s3_server, proxy)
     with Router.from_config(config, plugins=[Plugin(embedder), testing]) as router:
         assert not [r for r in router.sync(backends=["sqlite", "lancedb"]) if r.errors]
         lance = router.backend("lancedb")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory_router import NotFound, Router, SearchRequest, SyncReport, _doctor, testing
-from migrate_support import CountingEmbedder, corpus, lance_router, make_router
+from migrate_support import CountingEmbedder, corpus, lance_router
 
 KILN = "# Kiln\n\nThe kiln reached 1240 degrees on the third firing.\n"
 
@@ -68,16 +68,8 @@ def test_a_rebuild_between_migration_batches_keeps_the_copy(tmp_path: Path) -> N
     # With keep_generations = 1 a rebuild prunes every generation but its own: it must
     # leave the migration's copy alone, or the migration would publish dropped tables.
     workspace = testing.write_workspace(tmp_path / "workspace", corpus(12))
-    config = testing.router_config(
-        tmp_path / "state-root",
-        workspace,
-        backend="sqlite",
-        embedding="counting",
-        sync={"on_search": False},
-        backends={"lancedb": {"uri": str(tmp_path / "lance"), "keep_generations": 1}},
-    )
     rebuilt: list[SyncReport] = []
-    with make_router(config) as router:
+    with lance_router(tmp_path, workspace, keep_generations=1) as router:
         router.sync(backends=["sqlite", "lancedb"])
 
         def rebuild_midway(*, done: int, total: int, label: str) -> None:
@@ -110,25 +102,21 @@ def stop_after_first_batch(*, done: int, total: int, label: str) -> None:
         raise Stop
 
 
+def interrupt(router: Router, target: str, source: str) -> None:
+    """Both backends built, then a migration stopped after its first batch of two."""
+    router.sync(backends=["sqlite", "lancedb"])
+    with pytest.raises(Stop):
+        router.migrate(target, source=source, batch_size=2, progress=stop_after_first_batch)
+
+
 def test_a_copy_gone_since_the_interruption_is_explained_and_reset_forgets_it(
     tmp_path: Path,
 ) -> None:
     workspace = testing.write_workspace(tmp_path / "workspace", corpus(6))
     with lance_router(tmp_path, workspace) as router:
-        router.sync(backends=["sqlite", "lancedb"])
-        with pytest.raises(Stop):
-            router.migrate(
-                "lancedb", source="sqlite", batch_size=2, progress=stop_after_first_batch
-            )
-    moved = testing.router_config(
-        tmp_path / "state-root",
-        workspace,
-        backend="sqlite",
-        embedding="counting",
-        sync={"on_search": False},
-        backends={"lancedb": {"uri": str(tmp_path / "lance-moved")}},
-    )
-    with make_router(moved) as router:  # [backends.lancedb] uri changed meanwhile
+        interrupt(router, "lancedb", "sqlite")
+    moved = str(tmp_path / "lance-moved")  # [backends.lancedb] uri changed meanwhile
+    with lance_router(tmp_path, workspace, uri=moved) as router:
         with pytest.raises(NotFound) as gone:
             router.migrate("lancedb", source="sqlite", resume=True)
         assert gone.value.message.endswith(
@@ -148,11 +136,7 @@ def test_a_copy_gone_since_the_interruption_is_explained_and_reset_forgets_it(
 def test_resetting_sqlite_removes_a_migration_copy_and_its_checkpoint(tmp_path: Path) -> None:
     workspace = testing.write_workspace(tmp_path / "workspace", corpus(6))
     with lance_router(tmp_path, workspace) as router:
-        router.sync(backends=["sqlite", "lancedb"])
-        with pytest.raises(Stop):
-            router.migrate(
-                "sqlite", source="lancedb", batch_size=2, progress=stop_after_first_batch
-            )
+        interrupt(router, "sqlite", "lancedb")
         index = tmp_path / "state-root/state/agents/main/memory.sqlite"
         assert index.with_name("memory.sqlite.migrating").exists()
         removed = _doctor.reset(router, ["sqlite"])
@@ -165,15 +149,7 @@ def test_syncs_on_another_thread_and_a_migration_both_land(tmp_path: Path) -> No
     # The store's write lock takes turns between them: each forced rebuild and each
     # batch is whole, the copy survives every rebuild's pruning, and the last switch wins.
     workspace = testing.write_workspace(tmp_path / "workspace", corpus(40))
-    config = testing.router_config(
-        tmp_path / "state-root",
-        workspace,
-        backend="sqlite",
-        embedding="counting",
-        sync={"on_search": False},
-        backends={"lancedb": {"uri": str(tmp_path / "lance"), "keep_generations": 1}},
-    )
-    with make_router(config) as router:
+    with lance_router(tmp_path, workspace, keep_generations=1) as router:
         router.sync(backends=["sqlite", "lancedb"])
         migrating = threading.Event()
         done = threading.Event()
