@@ -168,8 +168,7 @@ def test_an_interrupted_migration_says_how_to_continue_and_doctor_shows_it(
     lines = found.stdout.splitlines()
     at = lines.index(
         f"✗ migration into file:{backup}: unfinished: from sqlite (re-embed), 1 of 4 chunks"
-        " written (interrupted, or running in another process); its copy is kept beside the"
-        " live index"
+        " written (interrupted); its copy is kept beside the live index"
     )
     assert lines[at + 1] == (
         f"    fix: memory-router migrate --from sqlite --to-path {backup} --resume"

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._checkpoint import checkpoint_path, clear_checkpoint, load_checkpoint
+from ._checkpoint import checkpoint_path, clear_checkpoint, load_checkpoint, lock_path
 from ._exceptions import MemoryRouterError, Unsupported
 from ._explain import check_workspace
-from ._indexlock import holder
+from ._indexlock import holder, lock_holder
 from ._status import source_counts
 from ._types import BackendStatus, SyncReport, _ToDict
 from ._workspace import FTS_ONLY, take_snapshot
@@ -253,14 +253,19 @@ def _migrations(router: Router) -> Iterator[Check]:
         saved = load_checkpoint(path)
         if saved is None:
             continue
+        name = f"migration into {saved.target}"
+        progress = f"from {saved.source} ({saved.mode}), {saved.done} of {saved.total} chunks"
+        pid = lock_holder(lock_path(router.config.agent_state_path, path.stem))
+        if pid is not None:
+            yield Check(name=name, ok=True, detail=f"running in process {pid}: {progress}")
+            continue
         source = _option("from", saved.source)
         target = _option("to", saved.target)
         yield Check(
-            name=f"migration into {saved.target}",
+            name=name,
             ok=False,
-            detail=f"unfinished: from {saved.source} ({saved.mode}), {saved.done} of"
-            f" {saved.total} chunks written (interrupted, or running in another process);"
-            " its copy is kept beside the live index",
+            detail=f"unfinished: {progress} written (interrupted); its copy is kept beside"
+            " the live index",
             fix=f"memory-router migrate {source} {target} --resume (without --resume it"
             " starts clean)",
         )

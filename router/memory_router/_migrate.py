@@ -19,6 +19,7 @@ step at the end.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,12 +32,14 @@ from ._checkpoint import (
     checkpoint_path,
     clear_checkpoint,
     load_checkpoint,
+    lock_path,
     save_checkpoint,
 )
 from ._chunking import chunk_id
 from ._embedding import Embedder, normalize
 from ._exceptions import InvalidInput, MemoryRouterError, NotFound, Unsupported
 from ._indexfile import IndexFile
+from ._indexlock import lock_file
 from ._migrate_target import (
     Source,
     Target,
@@ -135,7 +138,8 @@ def migrate(
     try:
         dest = open_target(router, target, target_path)
         if copy:
-            report = _run(router, src, dest, resume, batch_size, progress)
+            with migration_lock(router, dest):
+                report = _run(router, src, dest, resume, batch_size, progress)
         else:
             report = MigrationReport(
                 source=src.name, target=dest.label, mode="none", reason="verify only", chunks=0
@@ -150,6 +154,17 @@ def migrate(
             assert isinstance(src, IndexFile)
             src.close()
     return dataclasses.replace(report, duration_ms=(time.perf_counter() - started) * 1000)
+
+
+def migration_lock(router: Router, dest: Target) -> contextlib.AbstractContextManager[None]:
+    """One migration into a target at a time, across processes: a second one would
+    discard the first's copy and mix up their checkpoint (:class:`IndexBusy` at once)."""
+    return lock_file(
+        lock_path(router.config.agent_state_path, dest.key),
+        doing=f"migrating into {dest.label!r}",
+        hint="let it finish, or stop it and continue it with --resume",
+        wait_s=0,
+    )
 
 
 def interrupted(router: Router, target: str | None, target_path: str | None) -> Checkpoint | None:

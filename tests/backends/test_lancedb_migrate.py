@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
 import pytest
 
-from memory_router import NotFound, Router, SearchRequest, SyncReport, _doctor, testing
+from memory_router import (
+    MemoryRouterError,
+    NotFound,
+    Router,
+    SearchRequest,
+    SyncReport,
+    _doctor,
+    testing,
+)
 from migrate_support import CountingEmbedder, corpus, lance_router
 
 KILN = "# Kiln\n\nThe kiln reached 1240 degrees on the third firing.\n"
@@ -176,3 +185,32 @@ def test_syncs_on_another_thread_and_a_migration_both_land(tmp_path: Path) -> No
         exported = ids(router, "lancedb")
         assert exported == sorted(ids(router, "sqlite"))  # whichever switched last: all there
         assert len(exported) == len(set(exported))
+
+
+def test_a_second_migration_into_the_same_target_is_refused(tmp_path: Path) -> None:
+    # Started while the first copies (its progress callback), as a second terminal would:
+    # it would otherwise discard the first one's copy and take over its checkpoint.
+    workspace = testing.write_workspace(tmp_path / "workspace", corpus(6))
+    refused: list[MemoryRouterError] = []
+    doctor: list[str] = []
+    with lance_router(tmp_path, workspace) as first:
+        first.sync(backends=["sqlite", "lancedb"])
+
+        def second_midway(*, done: int, total: int, label: str) -> None:
+            if label != "migrating" or not done or refused:
+                return
+            with lance_router(tmp_path, workspace) as second:
+                with pytest.raises(MemoryRouterError) as busy:
+                    second.migrate("lancedb", source="sqlite")
+                refused.append(busy.value)
+                doctor.extend(_doctor.lines(_doctor.checks(second)))
+
+        report = first.migrate("lancedb", source="sqlite", batch_size=2, progress=second_midway)
+        assert report.written == 6
+        assert ids(first, "lancedb") == sorted(ids(first, "sqlite"))
+    assert refused[0].message == f"process {os.getpid()} is already migrating into 'lancedb'"
+    assert (refused[0].hint or "").startswith("let it finish")
+    assert doctor[-1] == (
+        f"✓ migration into lancedb: running in process {os.getpid()}: from sqlite (reuse),"
+        " 2 of 6 chunks"
+    )
