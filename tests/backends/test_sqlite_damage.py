@@ -8,6 +8,7 @@ vector from the embedding cache, and searches answer as before.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 from collections.abc import Callable
@@ -18,6 +19,7 @@ import pytest
 
 from memory_router import MemoryRouterError, Router, testing
 from memory_router_sqlite import choose_driver, connect
+from memory_router_sqlite._damage import unwritable_hint
 
 NOTES = {
     f"memory/note-{i:04d}.md": f"# note {i}\n\nfact number {i} about topic{i % 7}\n"
@@ -209,6 +211,21 @@ def test_a_folder_that_refuses_writes_is_not_called_no_folder(
     assert report.errors[0].startswith("cannot write the index folder /sys/kernel: ")
     assert "not a folder" not in report.errors[0]
     assert "/sys/kernel" in (report.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("code", "advice"),
+    [
+        (errno.EROFS, "/idx is on a read-only file system: set [backends.sqlite] path"),
+        (errno.EACCES, "make /idx writable (e.g. chmod u+w /idx) or set [backends.sqlite] path"),
+    ],
+)
+def test_the_hint_for_a_folder_fits_why_it_refuses(code: int, advice: str) -> None:
+    # A read-only mount cannot be made to fail in a test without privileges: the hint's
+    # choice is checked on the error itself (the message carries strerror, tested above).
+    hint = unwritable_hint(Path("/idx"), OSError(code, os.strerror(code)))
+    assert hint.startswith(advice)
+    assert ("chmod" in hint) == (code != errno.EROFS)
 
 
 def test_damaged_copies_are_capped(tmp_path: Path, workspace: Path) -> None:
