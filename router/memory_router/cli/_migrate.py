@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -93,32 +94,19 @@ def migrate(
         verify = DEFAULT_QUERIES
     router = state(ctx).router()
     into = None if target_path else target or router.config.router.chain[0]
-    before = interrupted(router, into, target_path)
-    try:
-        with progress_bar(enabled=not as_json) as progress:
-            report = router.migrate(
-                into,
-                source=source,
-                source_path=source_path,
-                target_path=target_path,
-                resume=resume,
-                verify=verify,
-                queries=asked,
-                copy=not verify_only,
-                batch_size=batch_size,
-                progress=progress,
-            )
-    except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
-        left = _resume_hint(router, into, target_path, before, resume)
-        if left:
-            click.echo(f"Hint: {left}", err=True)
-        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
-    except (BackendError, EmbeddingError) as error:  # a store or provider failed mid-copy
-        left = _resume_hint(router, into, target_path, before, resume)
-        if left:
-            error.hint = f"{error.hint}; then {left}" if error.hint else left
-        raise
+    report = _migrate_or_explain(
+        router,
+        into,
+        target_path,
+        resume,
+        bar=not as_json,
+        source=source,
+        source_path=source_path,
+        verify=verify,
+        queries=asked,
+        copy=not verify_only,
+        batch_size=batch_size,
+    )
     if as_json:
         echo_json(report.to_dict())
     else:
@@ -131,6 +119,36 @@ def migrate(
             err=True,
         )
         ctx.exit(EXIT_ERROR)
+
+
+def _migrate_or_explain(
+    router: Router,
+    into: str | None,
+    target_path: str | None,
+    resume: bool,
+    *,
+    bar: bool,
+    **options: Any,
+) -> MigrationReport:
+    """``router.migrate`` under a progress bar; when Ctrl-C or a failing store or
+    provider stops a copy it kept, the way to continue it is said."""
+    before = interrupted(router, into, target_path)
+    try:
+        with progress_bar(enabled=bar) as progress:
+            return router.migrate(
+                into, target_path=target_path, resume=resume, progress=progress, **options
+            )
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        left = _resume_hint(router, into, target_path, before, resume)
+        if left:
+            click.echo(f"Hint: {left}", err=True)
+        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+    except (BackendError, EmbeddingError) as error:  # a store or provider failed mid-copy
+        left = _resume_hint(router, into, target_path, before, resume)
+        if left:
+            error.hint = f"{error.hint}; then {left}" if error.hint else left
+        raise
 
 
 def _resume_hint(
