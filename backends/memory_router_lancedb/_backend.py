@@ -31,6 +31,7 @@ from memory_router import (
     Unsupported,
     fuse_chunks,
     no_progress,
+    wait_future,
 )
 
 from . import _housekeeping, _recall, _search, _transfer, _vectors
@@ -238,7 +239,7 @@ class LanceBackend(Backend):
         if keyword_leg is None:
             hits = [self._hit(r, vector_score=r.score) for r in vector.values()]
             return self._result(tables, hits, mode="vector", relaxed=None)
-        keyword = keyword_leg.result()
+        keyword = wait_future(keyword_leg)
         hits = merge(keyword, vector, request.query, self.context, self.name)
         limit = request.candidates
         return self._result(tables, hits[:limit], mode="hybrid", relaxed=hybrid.text_weight)

@@ -19,7 +19,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from types import ModuleType
 from typing import Any, TypeVar
 
-from memory_router import BackendError, BackendUnavailable, MemoryRouterError
+from memory_router import BackendError, BackendUnavailable, MemoryRouterError, wait_future
 
 T = TypeVar("T")
 INSTALL_HINT = "install the extra: pip install 'memory-router[lancedb]'"
@@ -166,7 +166,7 @@ def within(action: Callable[[], T], timeout_s: float) -> T:
     and never keeps the process alive. Raises :class:`NoAnswer` past the deadline.
     """
     try:
-        return on_thread(action).result(timeout_s)
+        return wait_future(on_thread(action), timeout_s)
     except FutureTimeout:
         _cancel_at_exit()
         raise NoAnswer(f"no answer within {timeout_s:g} s") from None

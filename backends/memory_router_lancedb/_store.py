@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory_router import BackendUnavailable, MemoryRouterError
+from memory_router import BackendUnavailable, MemoryRouterError, wait_future
 
 from . import _schema
 from ._lance import lancedb, on_thread, translate, unreachable, with_retries, within
@@ -117,7 +117,7 @@ class LanceStore:
         try:
             while True:
                 try:
-                    return future.result(self.call_timeout_s)
+                    return wait_future(future, self.call_timeout_s)
                 except FutureTimeout:
                     self._probe()
         except BaseException:

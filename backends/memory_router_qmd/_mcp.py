@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory_router import BackendError, BackendTimeout, BackendUnavailable
+from memory_router import BackendError, BackendTimeout, BackendUnavailable, join_thread, wait_event
 
 from ._process import QmdRunner, tail, terminate
 
@@ -244,7 +244,7 @@ class McpSidecar:
                 threading.Thread(
                     target=self._start, args=(start,), name="qmd-mcp-start", daemon=True
                 ).start()
-        if not start.done.wait(max(0.0, deadline - time.monotonic())):
+        if not wait_event(start.done, max(0.0, deadline - time.monotonic())):
             raise BackendTimeout(
                 "qmd mcp did not answer its start-up handshake within"
                 f" {round(time.monotonic() - start.began, 1):g} s (it may go on starting in"
@@ -297,7 +297,7 @@ class McpSidecar:
             ident = self._ids
         slot = _Pending()
         child.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params}, slot)
-        if not slot.done.wait(timeout):
+        if not wait_event(slot.done, timeout):
             self._record_failure(late)
             child.broken = child.broken or BackendTimeout(late, backend=self.runner.backend)
             self._retire(child)  # killed in the background: the caller falls back now
@@ -364,9 +364,9 @@ class McpSidecar:
         if child is not None:
             child.stop()
         if start is not None:
-            start.done.wait(_HUNG_GRACE_S * 4)
+            wait_event(start.done, _HUNG_GRACE_S * 4)
         for reaper in list(self._reapers):
-            reaper.join()
+            join_thread(reaper)
 
 
 def _initialize_params() -> dict[str, Any]:

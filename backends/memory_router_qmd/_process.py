@@ -24,6 +24,7 @@ from memory_router import (
     BackendError,
     BackendTimeout,
     BackendUnavailable,
+    communicate,
     signal_child,
     spawn_child,
 )
@@ -173,7 +174,7 @@ class QmdRunner:
         self, process: subprocess.Popen[str], args: Sequence[str], *, timeout: float
     ) -> tuple[str, str]:
         try:
-            return process.communicate(timeout=timeout)
+            return communicate(process, timeout)
         except subprocess.TimeoutExpired:
             _, stderr = self.kill(process)
             raise BackendTimeout(

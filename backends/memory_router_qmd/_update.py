@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memory_router import BackendError, MemoryRouterError
+from memory_router import BackendError, MemoryRouterError, acquire_lock
 
 from ._process import QmdRunner
 
@@ -139,7 +139,7 @@ class UpdateCycle:
         """
         if not self._lock.acquire(blocking=False):
             generation = self._generation
-            self._lock.acquire()
+            acquire_lock(self._lock)
             failed = self.last_update
             if generation != self._generation and failed and failed.status == "failed":
                 self._lock.release()

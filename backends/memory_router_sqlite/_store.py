@@ -22,6 +22,9 @@ from ._db import Connection, Driver, connect, ensure_fts, migrate, table_exists,
 from ._vectors import Matrix
 
 _SUFFIXES = ("", "-wal", "-shm", "-journal")
+# Gate waits re-check in slices, so a main thread waiting here still sees Ctrl-C (see
+# memory_router._waits: the signal may be delivered to another thread).
+SLICE_S = 0.1
 _SIDE = ("-wal", "-shm", "-journal")
 
 
@@ -174,7 +177,7 @@ class Store:
         """A read connection for the current file, returned to the pool afterwards."""
         with self._gate:
             while self._swapping:
-                self._gate.wait()
+                self._gate.wait(SLICE_S)
             self._readers += 1
         try:
             with self._reader() as conn:
@@ -281,7 +284,7 @@ class Store:
         with self._gate:
             self._swapping = True
             while self._readers:
-                self._gate.wait()
+                self._gate.wait(SLICE_S)
         try:
             self._swap(temp)
         finally:

@@ -103,6 +103,7 @@ if TYPE_CHECKING:
         SyncReport,
         no_progress,
     )
+    from ._waits import acquire_lock, communicate, join_thread, wait_event, wait_future
     from ._workspace import Snapshot
     from .hookspecs import hookimpl
 
@@ -191,6 +192,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SyncReport",
         "no_progress",
     ),
+    "._waits": ("acquire_lock", "communicate", "join_thread", "wait_event", "wait_future"),
     "._workspace": ("Snapshot",),
     ".hookspecs": ("hookimpl",),
 }
@@ -256,6 +258,7 @@ __all__ = [
     "Unsupported",
     "VectorScale",
     "__version__",
+    "acquire_lock",
     "best_lines",
     "best_runs",
     "bm25_to_score",
@@ -263,6 +266,7 @@ __all__ = [
     "build_or_query",
     "capture",
     "check_memory_flush",
+    "communicate",
     "convex_fusion",
     "entry_weight",
     "extract_keywords",
@@ -271,6 +275,7 @@ __all__ = [
     "get_plugin_manager",
     "hookimpl",
     "is_silent_reply",
+    "join_thread",
     "keyword_coverage",
     "lazy_exports",
     "load_config",
@@ -287,6 +292,8 @@ __all__ = [
     "signal_child",
     "spawn_child",
     "vector_scale",
+    "wait_event",
+    "wait_future",
     "weighted_fusion",
     "zscore_fusion",
 ]

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from ._exceptions import BackendError, BackendTimeout, InvalidInput, MemoryRouterError
+from ._waits import join_thread
 
 T = TypeVar("T")
 
@@ -62,8 +63,7 @@ def call_with_deadline(name: str, call: Callable[[], T], timeout: float) -> T:
 
     thread = threading.Thread(target=target, daemon=True, name=f"memory-router-{name}")
     thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
+    if not join_thread(thread, timeout):
         raise BackendTimeout(f"no answer within {timeout:g} s", backend=name)
     if "error" in box:
         raise box["error"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from ._calls import contained
 from ._exceptions import MemoryRouterError
 from ._types import SyncReport
+from ._waits import wait_event
 
 
 @dataclass(slots=True, kw_only=True)
@@ -25,7 +26,7 @@ class SyncJob:
     error: MemoryRouterError | None = None
 
     def wait(self, timeout: float | None) -> bool:
-        return self.done.wait(timeout)
+        return wait_event(self.done, timeout)
 
     @property
     def age(self) -> float:

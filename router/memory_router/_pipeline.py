@@ -13,6 +13,8 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
+from ._waits import SLICE_S, join_thread
+
 T = TypeVar("T")
 _END = object()
 
@@ -54,7 +56,10 @@ def prefetch(items: Iterable[T], *, depth: int = 1, name: str = "prefetch") -> I
     thread.start()
     try:
         while True:
-            ok, item = slots.get()
+            try:  # in slices: a consumer on the main thread must still see Ctrl-C
+                ok, item = slots.get(timeout=SLICE_S)
+            except queue.Empty:
+                continue
             if not ok:
                 raise item
             if item is _END:
@@ -62,4 +67,4 @@ def prefetch(items: Iterable[T], *, depth: int = 1, name: str = "prefetch") -> I
             yield item
     finally:
         stop.set()
-        thread.join()
+        join_thread(thread)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -59,6 +61,18 @@ def running_from(folder: Path) -> list[int]:
         if marker in cmdline and alive(int(proc.name)):
             found.append(int(proc.name))
     return found
+
+
+def signal_another_thread(pid: int, sig: signal.Signals) -> int:
+    """Send ``sig`` to one of ``pid``'s threads that is not its main thread (``tgkill``):
+    what Linux does with a signal sent to the process when the main thread already has
+    one pending. Returns the thread's id."""
+    threads = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
+    assert threads, f"process {pid} has no thread but its main one"
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.tgkill(pid, threads[-1], int(sig)) != 0:
+        raise OSError(ctypes.get_errno(), f"tgkill({pid}, {threads[-1]}) failed")
+    return threads[-1]
 
 
 def wait_until(predicate, timeout: float, step: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
