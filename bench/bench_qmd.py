@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_qmd.py [--data ../shared/data/locomo/locomo10.json]
         [--conversations 10] [--latency-queries 200] [--skip-recall] [--embed-model X.gguf]
+        [--failover-only]
 
 1. Latency, same corpus (LoCoMo conversation 0 written as one Markdown file per session),
    same run, same questions: ``Backend.search`` through the warm ``qmd mcp`` child (lex
@@ -11,7 +12,8 @@
    as one process per query. Median and p95 in ms, and the ratios.
 2. Maintenance: one ``update`` (+ ``embed`` with ``--embed-model``) cycle on that corpus,
    then an unchanged one. Failover: seconds until ``chain = ["qmd", "sqlite"]`` answers
-   from SQLite when a fake ``qmd`` (``tests/qmd_fakes/fake_qmd.py``) crashes or hangs.
+   from SQLite when a fake ``qmd`` (``tests/qmd_fakes/fake_qmd.py``) crashes or hangs
+   (a hung query through the MCP sidecar and as a one-shot ``qmd query``).
 3. Session recall@10 through :class:`memory_router.Router` with ``chain = ["qmd"]`` in
    ``search`` mode next to the built-in ``sqlite`` backend (keyword-only): for each
    evaluable question, the share of its evidence sessions among the sessions of the top
@@ -197,25 +199,27 @@ def maintenance(sample: dict[str, Any], base: Path, embed_model: Path | None) ->
 
 def failover(sample: dict[str, Any], base: Path) -> dict[str, float]:
     """Seconds until ``chain = ["qmd", "sqlite"]`` answers from SQLite with a fake QMD
-    that crashes or hangs (``search_timeout_s = 2``, ``kill_grace_s = 1``)."""
+    that crashes or hangs ignoring SIGTERM (``search_timeout_s = 2``, the default
+    ``kill_grace_s`` 5), through the MCP sidecar and through one-shot ``qmd query``."""
     fake_source = Path(__file__).resolve().parents[1] / "tests" / "qmd_fakes" / "fake_qmd.py"
     workspace = write_conversation(sample, base / "failover-ws")
     out = {}
-    for behaviour in ("crash", "hang"):
-        folder = base / f"fake-{behaviour}"
+    for behaviour, use_mcp in (("crash", True), ("hang", True), ("hang", False)):
+        label = f"{behaviour}{'' if use_mcp else ' (one-shot query)'}"
+        folder = base / f"fake-{behaviour}-{use_mcp}"
         folder.mkdir()
         fake = folder / "qmd"
         fake.write_bytes(fake_source.read_bytes())
         fake.chmod(0o755)
         config = testing.router_config(
-            base / f"failover-{behaviour}",
+            base / f"failover-{behaviour}-{use_mcp}",
             workspace,
             backend="qmd",
             settings={
                 "command": str(fake),
+                "use_mcp": use_mcp,
                 "update_on_boot": False,
                 "search_timeout_s": 2.0,
-                "kill_grace_s": 1.0,
             },
             router={"chain": ["qmd", "sqlite"], "fallback": "next"},
         )
@@ -225,8 +229,14 @@ def failover(sample: dict[str, Any], base: Path) -> dict[str, float]:
             started = time.perf_counter()
             response = router.search("warm up question", min_score=0.0)
             assert response.backend == "sqlite", response
-            out[f"fake qmd {behaviour} -> sqlite answers"] = time.perf_counter() - started
+            out[f"fake qmd {label} -> sqlite"] = time.perf_counter() - started
     return out
+
+
+def print_failover(sample: dict[str, Any], base: Path) -> None:
+    print("failover: fake qmd, chain qmd -> sqlite (search_timeout_s 2, kill_grace_s 5)")
+    for name, seconds in failover(sample, base).items():
+        print(f"  {name:42s} {seconds:6.2f} s")
 
 
 def summary(samples: list[float]) -> tuple[float, float]:
@@ -241,10 +251,14 @@ def main() -> None:
     parser.add_argument("--latency-queries", type=int, default=200)
     parser.add_argument("--skip-recall", action="store_true")
     parser.add_argument("--embed-model", type=Path, help="a GGUF embedding model for embed timing")
+    parser.add_argument("--failover-only", action="store_true", help="only the failover times")
     args = parser.parse_args()
     samples = json.loads(args.data.read_text())[: args.conversations]
     with tempfile.TemporaryDirectory(prefix="bench-qmd-") as temp:
         base = Path(temp)
+        if args.failover_only:
+            print_failover(samples[0], base)
+            return
         print(f"latency: conversation {samples[0]['sample_id']}, same questions, same run")
         times = latency(samples[0], base, args.latency_queries)
         mcp = summary(times["mcp sidecar (lex sub-queries)"])[0]
@@ -257,9 +271,7 @@ def main() -> None:
         print("maintenance: conversation 0, through the backend's update cycle")
         for name, seconds in maintenance(samples[0], base, args.embed_model).items():
             print(f"  {name:34s} {seconds:8.2f} s")
-        print("failover: fake qmd, chain qmd -> sqlite (search_timeout_s 2, kill_grace_s 1)")
-        for name, seconds in failover(samples[0], base).items():
-            print(f"  {name:34s} {seconds:8.2f} s")
+        print_failover(samples[0], base)
         if args.skip_recall:
             return
         print(f"recall: {len(samples)} conversations, session recall@10 via Router")

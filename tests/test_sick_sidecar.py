@@ -159,3 +159,31 @@ def test_status_says_a_backend_with_an_open_breaker_is_skipped_and_why(
     assert "Backend qmd: skipped by searches (breaker open)" in out
     assert "  Last failure: qmd mcp" in out
     assert "Backend qmd: available" not in out
+
+
+def test_doctor_fix_stops_at_the_first_hung_qmd_call(tmp_path: Path, workspace: Path) -> None:
+    # Against a QMD that hangs on every call, `doctor --fix` asked `qmd --version` (30 s),
+    # waited for the start-up `qmd update` (120 s), then asked `--version` again (30 s):
+    # 2.5 minutes to say that QMD hangs.
+    fake = install_fake(tmp_path / "fake", behaviour="*=hang")
+    config = fast_fail_config(
+        tmp_path, workspace, fake, command_timeout_s=5.0, update_timeout_s=60.0
+    )
+    started = time.monotonic()
+    process = cli(config, "doctor", "--fix")
+    out, err = process.communicate(timeout=300)
+    elapsed = time.monotonic() - started
+    assert process.returncode == 1, err
+    lines = out.splitlines()
+    [check] = [line for line in lines if line.startswith("✗ backend qmd: ")]
+    assert "QMD hung" in check
+    assert "qmd --version did not finish within 5 s (killed)" in check
+    fix = lines[lines.index(check) + 1]
+    assert fix.startswith("    fix: QMD does not answer: run `")
+    assert "could not repair qmd" not in out  # a sync would only hang again
+    assert "Fixed: repaired sqlite" in out  # the other backend is not held up
+    assert "✓ backend sqlite" in out
+    points = [line.split()[1] for line in (fake.parent / "log").read_text().splitlines()]
+    assert points.count("version") == 1  # asked once: the answer is known after that
+    assert elapsed < 45.0  # one hung call (5 s), not the 60 s update budget on top
+    assert wait_until(lambda: not any(alive(p) for p in started_pids(fake)), 5)

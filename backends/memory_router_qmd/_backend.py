@@ -42,7 +42,7 @@ from ._models import Preflight
 from ._process import QmdRunner
 from ._results import RELAXED_COVERAGE, SCORING, RawHit, calibrated, parse_items, to_hits
 from ._settings import MODES, QmdSettings
-from ._update import UpdateCycle
+from ._update import UpdateCycle, reported_counts
 
 
 class QmdBackend(Backend):
@@ -79,6 +79,7 @@ class QmdBackend(Backend):
             failure_backoff=self.settings.failure_backoff_s,
             can_embed=lambda: self.preflight.usable("embed"),
             prepare=self._prepare,
+            record=context.state_dir / "last-cycle.json",
         )
         self._prepare(rewrite=False)
         self.cycle.start(
@@ -209,7 +210,7 @@ class QmdBackend(Backend):
         args += [] if rerank else ["--no-rerank"]
         for name in collections:
             args += ["-c", name]
-        output = self.runner.run([*args, "--", document], timeout=timeout).stdout
+        output = self.runner.run([*args, "--", document], timeout=timeout, abandon=True).stdout
         try:
             return json.loads(output)
         except ValueError:
@@ -226,8 +227,10 @@ class QmdBackend(Backend):
     ) -> SyncReport:
         """Export transcripts, declare collections, ``update``, then ``embed`` when possible.
 
-        Counts are QMD's own (``Indexed: …`` lines); ``chunks`` is the number of documents
-        QMD holds afterwards (QMD chunks only for vectors, and those are its own).
+        Counts are QMD's own (``Indexed: …`` lines), those of background cycles since the
+        last sync included (the start-up cycle may have built the index just before);
+        ``chunks`` is the number of documents QMD holds afterwards (QMD chunks only for
+        vectors, and those are its own).
 
         QMD indexes the Markdown itself (its chunks and vectors are its own), so the
         snapshot's fingerprint does not apply; ``force`` re-embeds everything.
@@ -244,6 +247,7 @@ class QmdBackend(Backend):
                 ) from error
             self._line_maps = load_line_maps(self.export_dir)
         update, embed = self.cycle.run(force=True, embed_force=force)
+        counts = reported_counts(update, self.cycle.take_changes())
         if snapshot.config.sessions_enabled:
             purge_old_redaction(snapshot, self.export_dir, self.cycle.cleanup)
         progress(done=2, total=2, label="qmd embed")
@@ -251,10 +255,10 @@ class QmdBackend(Backend):
         indexed = sum(read_stats(self.runner.index_path).documents.values())
         return SyncReport(
             backend=self.name,
-            added=update.counts.get("added", 0),
-            updated=update.counts.get("updated", 0),
-            removed=update.counts.get("removed", 0),
-            unchanged=update.counts.get("unchanged", 0),
+            added=counts["added"],
+            updated=counts["updated"],
+            removed=counts["removed"],
+            unchanged=counts["unchanged"],
             chunks=indexed,
             embedded=embed.counts.get("chunks", 0),
             full_rebuild=force,
@@ -287,11 +291,20 @@ class QmdBackend(Backend):
             "sidecar": {"enabled": self.settings.use_mcp, **self.sidecar.status()},
         }
         error = stats.error if stats.error != "no index yet" else None
+        update = self.cycle.last_update
+        if error is None and update is not None and update.status == "failed":
+            # As a search would (the router falls back when a sync failed): not ready.
+            error = f"qmd update failed: {update.error}"
         if self.settings.use_mcp:
             error = error or self.sidecar.down_reason()
         if deep:
             details["version"], version_error = self._probe_version()
             error = error or version_error
+        if error is not None and self._recent_hang() is not None:
+            details["hint"] = (
+                f"QMD does not answer: run `{' '.join(self.command.argv)} --version` to see"
+                " why; searches go to the next backend of the chain meanwhile"
+            )
         files = sum(stats.documents.values())
         return BackendStatus(
             name=self.name,
@@ -316,8 +329,16 @@ class QmdBackend(Backend):
             for c in collections
         ]
 
+    def _recent_hang(self) -> str | None:
+        return self.runner.recent_hang(self.settings.failure_backoff_s)
+
     def _probe_version(self) -> tuple[str | None, str | None]:
+        """QMD's ``--version`` (asked once), or why it cannot be had; not asked while a
+        call hung recently (it would hang ``command_timeout_s`` too)."""
         if self._version is None:
+            hung = self._recent_hang()
+            if hung is not None:
+                return None, hung
             try:
                 result = self.runner.run(["--version"], timeout=self.settings.command_timeout_s)
             except MemoryRouterError as error:
@@ -326,9 +347,11 @@ class QmdBackend(Backend):
         return self._version, None
 
     def close(self) -> None:
-        """Stop the update cycle and the sidecar, killing any child still running."""
+        """Stop the update cycle and the sidecar, killing any child still running (those
+        given up on included: this returns once they are reaped)."""
         self.cycle.close()
         self.sidecar.close()
+        self.runner.close()
 
 
 def _candidate_limit(request: SearchRequest) -> int:

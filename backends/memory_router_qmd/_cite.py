@@ -5,11 +5,13 @@ and QMD takes the snippet from the chunk matching its *first* keyword, so the ci
 often missed the answer. Here the document is read back from the collection folder and
 cited as up to :data:`RUNS_PER_DOCUMENT` runs of whole lines, each within
 ``max_snippet_chars``, holding the most query keywords (:func:`memory_router.best_runs`),
-each keyword weighted by its rarity in the index. A document that cannot be read any more
-(deleted, unreadable, not UTF-8, huge, or named outside the collection's folder) keeps
-QMD's own lines and snippet; so does one in
-which no keyword occurs now (edited since QMD indexed it). Only ``search`` mode is
-re-cited: in ``vsearch`` and ``query`` QMD chose the chunk by meaning.
+each keyword weighted by its rarity in the index. The file is read as the router reads
+every memory file (:func:`memory_router.decode`: a Latin-1 or Windows-1252 note is cited
+in its own letters, not as QMD's U+FFFD). A document that cannot be read any more
+(deleted, unreadable, binary, huge, or named outside the collection's folder) keeps
+QMD's own lines and snippet; so does one in which no keyword occurs now (edited since QMD
+indexed it). Only ``search`` mode is re-cited: in ``vsearch`` and ``query`` QMD chose the
+chunk by meaning.
 
 ``coverage`` is the weighted share of the query's keywords inside the cited lines (0–1),
 what the ``search`` mode's score is built from (see :mod:`._results`).
@@ -21,7 +23,7 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from memory_router import best_runs, keyword_coverage
+from memory_router import best_runs, decode, keyword_coverage
 
 from ._results import RawHit
 
@@ -89,10 +91,10 @@ def _read_inside(folder: Path, relpath: str) -> str | None:
 
 
 def _read(path: Path) -> str | None:
-    """The file's text, or ``None`` when it is gone, unreadable, too big or not UTF-8."""
+    """The file's text, or ``None`` when it is gone, unreadable, too big or binary."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             return None
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, ValueError):
+        return decode(path.read_bytes()).text
+    except (OSError, ValueError):
         return None

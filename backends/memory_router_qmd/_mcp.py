@@ -13,7 +13,7 @@ on a thread of its own (its ``initialize`` handshake gets ``start_timeout``), a 
 waits for it only until its own deadline, and the request gets the rest. A late start
 goes on in the background, so a slow child still comes up for the next call. A child
 given up on is killed and reaped on a thread of its own (bounded: SIGTERM,
-``_HUNG_GRACE_S``, SIGKILL), so the caller falls back at its deadline, not at its
+``HUNG_GRACE_S``, SIGKILL), so the caller falls back at its deadline, not at its
 deadline plus ``kill_grace_s``; ``close`` waits for those threads.
 """
 
@@ -29,11 +29,10 @@ from typing import Any
 
 from memory_router import BackendError, BackendTimeout, BackendUnavailable, join_thread, wait_event
 
-from ._process import QmdRunner, tail, terminate
+from ._process import HUNG_GRACE_S, QmdRunner, tail, terminate
 
 PROTOCOL_VERSION = "2025-06-18"
 _BACKOFF_START, _BACKOFF_MAX = 1.0, 60.0
-_HUNG_GRACE_S = 0.5
 
 
 @dataclass(slots=True)
@@ -151,14 +150,14 @@ class _Child:
 
         A child that still owes an answer (a call the router gave up on at its deadline)
         is not waited for: its group is killed at once, so closing a router whose sidecar
-        hangs costs at most ``_HUNG_GRACE_S``, not the full grace and ``kill_grace_s``.
+        hangs costs at most ``HUNG_GRACE_S``, not the full grace and ``kill_grace_s``.
         """
         with self.lock:
             owes_answer = bool(self.pending)
         if owes_answer:
             self.killed = True
-            terminate(self.process, min(self.runner.kill_grace_s, _HUNG_GRACE_S))
-            grace = _HUNG_GRACE_S
+            terminate(self.process, min(self.runner.kill_grace_s, HUNG_GRACE_S))
+            grace = HUNG_GRACE_S
         try:
             if self.process.stdin is not None:
                 self.process.stdin.close()
@@ -328,7 +327,7 @@ class McpSidecar:
             return
         child.retired = True
         reaper = threading.Thread(
-            target=child.stop, kwargs={"grace": _HUNG_GRACE_S}, name="qmd-mcp-reaper", daemon=True
+            target=child.stop, kwargs={"grace": HUNG_GRACE_S}, name="qmd-mcp-reaper", daemon=True
         )
         self._reapers = [r for r in self._reapers if r.is_alive()] + [reaper]
         reaper.start()
@@ -364,7 +363,7 @@ class McpSidecar:
         if child is not None:
             child.stop()
         if start is not None:
-            wait_event(start.done, _HUNG_GRACE_S * 4)
+            wait_event(start.done, HUNG_GRACE_S * 4)
         for reaper in list(self._reapers):
             join_thread(reaper)
 

@@ -6,7 +6,10 @@ under the backend's state directory, ``NO_COLOR=1``, ``QMD_FORCE_CPU=1``, no inh
 working directory, because QMD resolves ``.`` from ``$PWD``). Each child starts under
 :func:`memory_router.spawn_child`, in a process group of its own that dies with this
 process however it ends; a timeout kills the whole group (SIGTERM, a grace period,
-SIGKILL): killing only QMD's launcher would orphan its worker.
+SIGKILL): killing only QMD's launcher would orphan its worker. A query that times out
+is given up on at once and killed on a thread of its own (bounded: SIGTERM,
+:data:`HUNG_GRACE_S`, SIGKILL), so the caller falls back at its deadline, not at its
+deadline plus ``kill_grace_s``; :meth:`QmdRunner.close` waits for those threads.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from memory_router import (
     BackendTimeout,
     BackendUnavailable,
     communicate,
+    join_thread,
     signal_child,
     spawn_child,
 )
@@ -35,6 +39,9 @@ STDERR_TAIL = 2048
 # Exit codes that mean the process died rather than refused: a native crash (139 is a
 # segfault seen by a shell) or a signal (negative in Python).
 _CRASH_CODES = frozenset({134, 137, 139})
+HUNG_GRACE_S = 0.5
+"""The SIGTERM grace of a child given up on in the background: a query holds nothing to
+release, and a stopped (``kill -STOP``) child ignores SIGTERM anyway."""
 
 
 def tail(text: str, limit: int = STDERR_TAIL) -> str:
@@ -80,6 +87,8 @@ class QmdRunner:
         self._active: set[subprocess.Popen[str]] = set()
         self._lock = threading.Lock()
         self._closed = False
+        self._reapers: list[threading.Thread] = []
+        self._hang: tuple[float, str] | None = None  # when, and what timed out
 
     @property
     def cache_home(self) -> Path:
@@ -137,12 +146,13 @@ class QmdRunner:
                 backend=self.backend,
             ) from None
 
-    def run(self, args: Sequence[str], *, timeout: float) -> CliResult:
+    def run(self, args: Sequence[str], *, timeout: float, abandon: bool = False) -> CliResult:
         """Run one call to completion within ``timeout`` seconds; a non-zero exit raises.
 
         Raises :class:`BackendTimeout` (the group was killed), :class:`BackendUnavailable`
         (it crashed or could not start) or :class:`BackendError` (it refused), each
-        quoting the last 2 KB of stderr.
+        quoting the last 2 KB of stderr. With ``abandon`` (a query: a caller waits to fall
+        back) a timed-out call is killed in the background and the timeout raised at once.
         """
         started = time.monotonic()
         with self._lock:
@@ -151,15 +161,16 @@ class QmdRunner:
             process = self.spawn(args)
             self._active.add(process)
         try:
-            stdout, stderr = self._communicate(process, args, timeout=timeout)
+            stdout, stderr = communicate(process, timeout)
+        except subprocess.TimeoutExpired:
+            raise self._timed_out(process, args, timeout, abandon=abandon) from None
         except BaseException:
             # Ctrl-C or any other escape: the child is in its own session and would
             # outlive us (an orphaned embed keeps QMD's lock for minutes).
-            self.kill(process)
+            self._reap(process, self.kill_grace_s)
             raise
-        finally:
-            with self._lock:
-                self._active.discard(process)
+        self._forget(process)
+        self._hang = None  # it answered (even a refusal is an answer)
         result = CliResult(
             returncode=process.returncode,
             stdout=stdout,
@@ -170,34 +181,62 @@ class QmdRunner:
             raise self.failure(args, result.returncode, stderr)
         return result
 
-    def _communicate(
-        self, process: subprocess.Popen[str], args: Sequence[str], *, timeout: float
-    ) -> tuple[str, str]:
-        try:
-            return communicate(process, timeout)
-        except subprocess.TimeoutExpired:
-            _, stderr = self.kill(process)
-            raise BackendTimeout(
-                f"qmd {args[0]} did not finish within {timeout:g} s (killed)"
-                + (f"; stderr: {tail(stderr, 400)}" if stderr.strip() else ""),
-                backend=self.backend,
-            ) from None
+    def _timed_out(
+        self, process: subprocess.Popen[str], args: Sequence[str], timeout: float, *, abandon: bool
+    ) -> BackendTimeout:
+        what = f"qmd {args[0]} did not finish within {timeout:g} s"
+        if abandon:
+            reaper = threading.Thread(
+                target=self._reap, args=(process, HUNG_GRACE_S), name="qmd-reaper", daemon=True
+            )
+            with self._lock:
+                self._reapers = [r for r in self._reapers if r.is_alive()] + [reaper]
+            reaper.start()
+            return BackendTimeout(f"{what} (killed in the background)", backend=self.backend)
+        _, stderr = self._reap(process, self.kill_grace_s)
+        detail = f"; stderr: {tail(stderr, 400)}" if stderr.strip() else ""
+        self._hang = (time.monotonic(), f"{what} (killed)")
+        return BackendTimeout(f"{what} (killed){detail}", backend=self.backend)
 
-    def kill(self, process: subprocess.Popen[str]) -> tuple[str, str]:
-        """SIGTERM the process group, wait ``kill_grace_s``, then SIGKILL; reap it."""
+    def recent_hang(self, within: float) -> str | None:
+        """``QMD hung N s ago: <the call>`` when a call other than a query ran out of time
+        less than ``within`` seconds ago and none has answered since, else ``None``.
+
+        Queries are left out: a slow query on a busy machine says little, while a hung
+        ``--version`` or ``update`` means the next call would most likely hang as well.
+        """
+        hang = self._hang
+        if hang is None or time.monotonic() - hang[0] >= within:
+            return None
+        return f"QMD hung {time.monotonic() - hang[0]:.0f} s ago: {hang[1]}"
+
+    def _reap(self, process: subprocess.Popen[str], grace: float) -> tuple[str, str]:
+        try:
+            return self.kill(process, grace)
+        finally:
+            self._forget(process)
+
+    def _forget(self, process: subprocess.Popen[str]) -> None:
+        with self._lock:
+            self._active.discard(process)
+
+    def kill(self, process: subprocess.Popen[str], grace: float | None = None) -> tuple[str, str]:
+        """SIGTERM the process group, wait ``grace`` (``kill_grace_s``), then SIGKILL;
+        reap it and return what it printed."""
+        grace = self.kill_grace_s if grace is None else grace
         _signal_group(process, signal.SIGTERM)
         try:
-            return process.communicate(timeout=self.kill_grace_s)
+            return process.communicate(timeout=grace)
         except subprocess.TimeoutExpired:
             _signal_group(process, signal.SIGKILL)
             try:
-                return process.communicate(timeout=self.kill_grace_s)
+                return process.communicate(timeout=max(grace, HUNG_GRACE_S))
             except subprocess.TimeoutExpired:
                 # A descendant that left the group still holds the pipes: stop reading.
                 for pipe in (process.stdout, process.stderr):
                     if pipe is not None:
                         pipe.close()
-                process.wait(timeout=self.kill_grace_s)
+                process.wait(timeout=max(grace, HUNG_GRACE_S))
                 return "", ""
 
     def kill_all(self) -> None:
@@ -207,6 +246,14 @@ class QmdRunner:
             active = list(self._active)
         for process in active:
             _signal_group(process, signal.SIGKILL)
+
+    def close(self) -> None:
+        """:meth:`kill_all`, then wait for the children given up on to be reaped."""
+        self.kill_all()
+        with self._lock:
+            reapers = list(self._reapers)
+        for reaper in reapers:
+            join_thread(reaper)
 
     def failure(self, args: Sequence[str], returncode: int, stderr: str) -> BackendError:
         """The error for a call that exited with ``returncode``."""

@@ -5,16 +5,26 @@ run at a time for this backend; QMD's own embed lock covers other processes, and
 "another embed is running" answer (exit 0) is reported as ``busy``, not as success.
 Each step has its own timeout. A failed step backs off: ``failure_backoff_s × 2^(n-1)``,
 at most an hour, reset by a success. Searches never wait for a cycle.
+
+The last ``update`` and ``embed`` outcomes are kept in a small JSON file beside QMD's
+state, so ``status`` in another process (the CLI next to a server) shows them too. What
+``update`` changed is also added up until a sync takes it (:meth:`UpdateCycle.take_changes`):
+a sync that ran right after the start-up cycle had built the index reports the files that
+cycle added, not "all unchanged".
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from memory_router import BackendError, MemoryRouterError, acquire_lock
@@ -25,6 +35,7 @@ _INDEXED = re.compile(r"^Indexed: (\d+) new, (\d+) updated, (\d+) unchanged, (\d
 _EMBED_DONE = re.compile(r"Done! Embedded (\d+) chunks from (\d+) documents")
 _EMBED_PARTIAL = re.compile(r"(\d+) chunks still failed after retries")
 _MAX_BACKOFF = 3600.0
+_CHANGES = ("added", "updated", "removed")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,6 +62,21 @@ class Outcome:
             "counts": dict(self.counts),
             "error": self.error,
         }
+
+    @classmethod
+    def from_dict(cls, step: str, data: Any) -> Outcome | None:
+        """What :meth:`to_dict` wrote, or ``None`` when ``data`` is not that."""
+        try:
+            return cls(
+                step=step,
+                status=str(data["status"]),
+                at=datetime.fromisoformat(data["at"]),
+                duration_s=float(data["duration_s"]),
+                counts={str(k): int(v) for k, v in data["counts"].items()},
+                error=None if data["error"] is None else str(data["error"]),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
 
 
 def parse_indexed(output: str) -> dict[str, int]:
@@ -88,18 +114,22 @@ class UpdateCycle:
         failure_backoff: float,
         can_embed: Callable[[], bool],
         prepare: Callable[[], None],
+        record: Path | None = None,
     ) -> None:
+        """``record`` is the JSON file that keeps the last outcomes across processes."""
         self.runner = runner
         self.update_timeout = update_timeout
         self.embed_timeout = embed_timeout
         self.failure_backoff = failure_backoff
         self.can_embed = can_embed
         self.prepare = prepare
-        self.last_update: Outcome | None = None
-        self.last_embed: Outcome | None = None
+        self.record = record
+        self.last_update, self.last_embed = _load(record)
+        self._changes = dict.fromkeys(_CHANGES, 0)
         self._failures = {"update": 0, "embed": 0}
         self._retry_at = {"update": 0.0, "embed": 0.0}
         self._lock = threading.Lock()
+        self._lock_changes = threading.Lock()
         self._generation = 0  # cycles finished
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -136,7 +166,12 @@ class UpdateCycle:
 
         A call that finds a cycle running waits for it; if that cycle's ``update`` failed,
         the call fails with it at once instead of giving a sick QMD a second full timeout.
+        So does a call made less than ``failure_backoff`` seconds after a QMD call hung
+        (``force`` or not): one hung call is enough to know.
         """
+        hung = self.runner.recent_hang(self.failure_backoff)
+        if hung is not None:
+            raise BackendError(f"qmd update not started: {hung}", backend=self.runner.backend)
         if not self._lock.acquire(blocking=False):
             generation = self._generation
             acquire_lock(self._lock)
@@ -224,11 +259,22 @@ class UpdateCycle:
             )
         )
 
+    def take_changes(self) -> dict[str, int]:
+        """Files ``update`` added, updated and removed since the last call (any cycle's)."""
+        with self._lock_changes:
+            changes, self._changes = self._changes, dict.fromkeys(_CHANGES, 0)
+        return changes
+
     def _record(self, outcome: Outcome) -> Outcome:
         if outcome.step == "update":
             self.last_update = outcome
+            with self._lock_changes:
+                for key in _CHANGES:
+                    self._changes[key] += outcome.counts.get(key, 0)
         else:
             self.last_embed = outcome
+        if self.record is not None:
+            _save(self.record, self.last_update, self.last_embed)
         return outcome
 
     def close(self) -> None:
@@ -237,3 +283,35 @@ class UpdateCycle:
         self.runner.kill_all()
         if self._thread is not None:
             self._thread.join(timeout=10)
+
+
+def _load(record: Path | None) -> tuple[Outcome | None, Outcome | None]:
+    """The outcomes another process recorded (``None`` each when there are none)."""
+    try:
+        data = json.loads(record.read_text(encoding="utf-8")) if record else None
+    except (OSError, ValueError):
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    update = Outcome.from_dict("update", data.get("update"))
+    return update, Outcome.from_dict("embed", data.get("embed"))
+
+
+def _save(record: Path, update: Outcome | None, embed: Outcome | None) -> None:
+    """Write the last outcomes (atomically; a failure to write only loses the record)."""
+    data = {"update": update and update.to_dict(), "embed": embed and embed.to_dict()}
+    temporary = record.with_name(f"{record.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        temporary.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(temporary, record)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+
+
+def reported_counts(update: Outcome, changes: dict[str, int]) -> dict[str, int]:
+    """A sync's counts: ``changes`` (:meth:`UpdateCycle.take_changes`, this sync's own
+    ``update`` included) and the files its ``update`` found unchanged, less those an
+    earlier cycle had just added or updated (they are counted as such)."""
+    earlier = sum(changes[k] - update.counts.get(k, 0) for k in ("added", "updated"))
+    return {**changes, "unchanged": max(0, update.counts.get("unchanged", 0) - earlier)}

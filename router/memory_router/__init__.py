@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._capture import CaptureResult, RecallBlock, capture, recall_block
     from ._children import signal_child, spawn_child
     from ._config import Config, load_config
+    from ._decoding import Decoded, decode
     from ._embedding import (
         Embedder,
         EmbeddingCache,
@@ -122,6 +123,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._capture": ("CaptureResult", "RecallBlock", "capture", "recall_block"),
     "._children": ("signal_child", "spawn_child"),
     "._config": ("Config", "load_config"),
+    "._decoding": ("Decoded", "decode"),
     "._embedding": (
         "Embedder",
         "EmbeddingCache",
@@ -216,6 +218,7 @@ __all__ = [
     "CompactionConfig",
     "Config",
     "ConfigError",
+    "Decoded",
     "Document",
     "Embedder",
     "EmbeddingCache",
@@ -268,6 +271,7 @@ __all__ = [
     "check_memory_flush",
     "communicate",
     "convex_fusion",
+    "decode",
     "entry_weight",
     "extract_keywords",
     "fuse",

@@ -370,3 +370,48 @@ def test_files_that_are_not_utf_8_are_reported_for_qmd_too(
     assert report.warnings[2].startswith(
         "qmd reads the Markdown itself: it indexes memory/garbage.md, memory/latin.md"
     )
+
+
+def test_a_latin_1_note_is_cited_as_the_router_reads_it(
+    tmp_path: Path, write_workspace: Any
+) -> None:
+    # QMD indexes the bytes as it decodes them ("é" becomes U+FFFD); citing read the file
+    # as strict UTF-8, failed, and kept QMD's mangled lines.
+    workspace = write_workspace(NOTES)
+    note = "# Séjour\n\nRenée booked the quinta in Sintra.\n"
+    (workspace / "memory/latin.md").write_bytes(note.encode("latin-1"))
+    backend = make_backend(tmp_path, workspace, update_on_boot=False)
+    try:
+        backend.cycle.run(force=True)
+        result = backend.search(ask("Which quinta in Sintra did Renée book?"))
+    finally:
+        backend.close()
+    top = result.hits[0]
+    assert top.path == "memory/latin.md"
+    assert top.snippet == "# Séjour\n\nRenée booked the quinta in Sintra."
+    assert (top.start_line, top.end_line) == (1, 3)
+
+
+def test_a_fresh_index_reports_its_files_as_added_and_status_shows_the_update(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # The start-up cycle built the index, then the sync's own `qmd update` found every file
+    # unchanged: a fresh index reported "3 unchanged", and `status` in another process (the
+    # CLI beside a server) showed `last_update: None`.
+    router = make_router(tmp_path, workspace)
+    try:
+        backend = router.backend("qmd")
+        _wait(lambda: backend.cycle.last_update is not None)  # the start-up cycle built it
+        [report] = router.sync(backends=["qmd"])
+    finally:
+        router.close()
+    assert not report.errors
+    assert (report.added, report.updated, report.unchanged, report.chunks) == (3, 0, 0, 3)
+    other = make_router(tmp_path, workspace, update_on_boot=False)
+    try:
+        status = other.status().backends[0]
+    finally:
+        other.close()
+    assert status.details["last_update"]["status"] == "ok"
+    assert status.details["last_update"]["counts"]["unchanged"] == 3  # the sync's own run
+    assert status.details["last_embed"]["status"] == "skipped"

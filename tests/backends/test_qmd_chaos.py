@@ -88,8 +88,10 @@ def test_every_fault_at_every_query_point_falls_back_with_a_reason(
     fake = install_fake(tmp_path / "fake", behaviour=f"{point}={mode}")
     # Only a hang waits for the deadline. Other faults answer the moment the fake reaches
     # its point, so they get budgets a loaded machine cannot miss (under a load of 16 a
-    # 4 s deadline ran out while the fake was still starting, before it reached the point).
-    budget = {} if mode == "hang" else {"deadline_s": 20.0, "command_timeout_s": 15.0}
+    # 4 s deadline ran out while the fake was still starting, before it reached the point;
+    # the start counts against the search's own timeout too).
+    roomy = {"deadline_s": 20.0, "command_timeout_s": 15.0, "search_timeout_s": 15.0}
+    budget = {} if mode == "hang" else roomy
     with chain_router(tmp_path, workspace, fake, use_mcp=use_mcp, **budget) as router:
         router.sync(backends=["sqlite"])
         started = time.monotonic()
@@ -230,17 +232,25 @@ def test_a_hung_sidecar_start_costs_the_search_budget_not_the_start_budget(
     assert running_from(fake.parent) == []
 
 
-def test_a_sidecar_hung_mid_run_falls_back_without_waiting_for_the_kill_grace(
-    tmp_path: Path, workspace: Path
+HUNG_QUERIES = [
+    ("mcp-request", "qmd mcp tools/call gave no answer within 10 s (sidecar killed)"),
+    ("query", "qmd query did not finish within 10 s (killed in the background)"),
+]
+
+
+@pytest.mark.parametrize(("point", "reason_given"), HUNG_QUERIES, ids=["mcp", "one-shot"])
+def test_a_hung_query_falls_back_without_waiting_for_the_kill_grace(
+    tmp_path: Path, workspace: Path, point: str, reason_given: str
 ) -> None:
-    # A `kill -STOP`ped sidecar (SIGTERM has no effect) made the search wait its timeout
-    # and then the whole `kill_grace_s` before SQLite could answer.
-    fake = install_fake(tmp_path / "fake", behaviour="mcp-request=hang")
+    # A `kill -STOP`ped sidecar, or with `use_mcp = false` a `qmd query` (SIGTERM has no
+    # effect on either), made the search wait its timeout and then the whole
+    # `kill_grace_s` before SQLite could answer.
+    fake = install_fake(tmp_path / "fake", behaviour=f"{point}=hang")
     router = chain_router(
         tmp_path,
         workspace,
         fake,
-        use_mcp=True,
+        use_mcp=point != "query",
         search_timeout_s=10.0,  # the fake's start, on a loaded machine, comes out of it
         command_timeout_s=30.0,
         kill_grace_s=60.0,
@@ -248,8 +258,24 @@ def test_a_sidecar_hung_mid_run_falls_back_without_waiting_for_the_kill_grace(
     )
     with router:
         reason, elapsed = timed_fallback(router)
-        assert "tools/call gave no answer within 10 s" in reason
         assert elapsed < 40.0  # the 10 s budget plus a margin, not plus the 60 s kill grace
-        hung = int((fake.parent / "mcp-request.pid").read_text())
+        assert reason_given in reason
+        hung = int((fake.parent / f"{point}.pid").read_text())
         assert wait_until(lambda: not alive(hung), 30.0)  # killed in the background
     assert running_from(fake.parent) == []
+
+
+def test_closing_waits_for_a_hung_one_shot_query_to_be_reaped(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # The search fell back at its deadline and left the child to a reaper thread: closing
+    # the router must not return (and the CLI exit) while that child still runs.
+    fake = install_fake(tmp_path / "fake", behaviour="query=hang")
+    router = chain_router(
+        tmp_path, workspace, fake, use_mcp=False, search_timeout_s=10.0, deadline_s=90.0
+    )
+    reason, _ = timed_fallback(router)
+    assert "killed in the background" in reason
+    router.close()
+    assert running_from(fake.parent) == []
+    assert not alive(int((fake.parent / "query.pid").read_text()))

@@ -51,6 +51,20 @@ def test_a_file_gone_or_unreadable_keeps_qmds_lines(tmp_path: Path) -> None:
         assert hit.coverage == 0.5  # measured on QMD's own snippet
 
 
+def test_a_latin_1_file_is_cited_in_its_own_letters(tmp_path: Path) -> None:
+    # Citing read the file as strict UTF-8, failed, and kept QMD's lines: QMD decodes the
+    # bytes itself, so its snippet holds U+FFFD where the note says "é".
+    text = "# Séjour\n\nWe talked about the weather.\nRenée booked the hôtel in Alfama.\n"
+    (tmp_path / "trip.md").write_bytes(text.encode("latin-1"))
+    mangled = "Ren\ufffde booked the h\ufffdtel in Alfama."
+    [hit] = recite(qmd_hit(mangled), tmp_path, "Renée hôtel Alfama", max_chars=200)
+    assert (
+        hit.snippet == "# Séjour\n\nWe talked about the weather.\nRenée booked the hôtel in Alfama."
+    )
+    assert (hit.start_line, hit.end_line) == (1, 4)
+    assert hit.coverage == 1.0
+
+
 def test_a_file_edited_since_indexing_is_cited_as_it_is_now(tmp_path: Path) -> None:
     (tmp_path / "trip.md").write_text("# Trip\n\nNew notes.\nThe hotel burned down.\n")
     [now] = recite(qmd_hit(), tmp_path, "hotel", max_chars=200)

@@ -243,6 +243,46 @@ def test_update_that_hangs_is_killed_and_reported(tmp_path: Path, workspace: Pat
     assert "within 1 s" in status["error"]
 
 
+def test_a_sync_right_after_a_hung_call_fails_at_once_without_asking_qmd_again(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # An explicit sync ignored the failure backoff: after a `qmd update` hung for its whole
+    # timeout, the next sync (the watcher's, `doctor --fix`'s) and `status --deep`'s
+    # `qmd --version` each waited out a timeout of their own on the same hung QMD.
+    fake = install_fake(tmp_path / "fake", behaviour="update=hang\nversion=hang")
+    backend = make_backend(
+        tmp_path,
+        workspace,
+        command=str(fake),
+        update_on_boot=False,
+        update_timeout_s=5.0,
+        command_timeout_s=5.0,
+        failure_backoff_s=3.0,
+        kill_grace_s=GRACE,
+    )
+    try:
+        snapshot = snapshot_for(backend)
+        with pytest.raises(BackendError, match="within 5 s"):
+            backend.sync(snapshot)
+        with pytest.raises(BackendError) as again:
+            backend.sync(snapshot)
+        status = backend.status(deep=True)
+        points = [line.split()[1] for line in (fake.parent / "log").read_text().splitlines()]
+        set_behaviour(fake, "ok")
+        time.sleep(3.0)  # failure_backoff_s: then QMD is asked again
+        report = backend.sync(snapshot)
+    finally:
+        backend.close()
+    assert again.value.message.startswith("qmd update not started: QMD hung")
+    assert again.value.message.endswith("qmd update did not finish within 5 s (killed)")
+    assert points == ["update"]  # neither a second update nor a --version
+    assert not status.available
+    assert status.error == "qmd update failed: qmd update did not finish within 5 s (killed)"
+    assert status.details["version"] is None  # not asked: it would hang too
+    assert status.details["hint"].startswith("QMD does not answer: run `")
+    assert report.added == 1
+
+
 def test_router_without_qmd_installed_answers_from_sqlite_and_says_why(
     tmp_path: Path, workspace: Path
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from memory_router_qmd._locate import locate
 from memory_router_qmd._models import Preflight
 from memory_router_qmd._queries import clean_term, lex_terms, searches, typed_document
 from memory_router_qmd._results import parse_items, parse_snippet, split_file, to_hits
-from memory_router_qmd._update import parse_embed, parse_indexed
+from memory_router_qmd._update import Outcome, parse_embed, parse_indexed, reported_counts
 
 
 def test_missing_command_names_what_is_missing_and_how_to_install(tmp_path: Path) -> None:
@@ -141,6 +142,29 @@ def test_update_and_embed_outputs_are_classified() -> None:
     assert parse_embed("✓ All content hashes already have embeddings.")[0] == "nothing-to-do"
     assert parse_embed("Another embed process is already running. Skipping.")[0] == "busy"
     assert parse_embed("⚠ 2 chunks still failed after retries")[0] == "partial"
+
+
+def test_a_sync_reports_what_earlier_cycles_changed_and_not_as_unchanged() -> None:
+    own = Outcome(
+        step="update",
+        status="ok",
+        at=datetime.now(UTC),
+        counts={"added": 1, "updated": 0, "unchanged": 9, "removed": 0},
+    )
+    # The start-up cycle added 8 files and updated 1; this sync's update added 1 more.
+    changes = {"added": 9, "updated": 1, "removed": 2}
+    assert reported_counts(own, changes) == {
+        "added": 9,
+        "updated": 1,
+        "removed": 2,
+        "unchanged": 0,
+    }
+    alone = {"added": 1, "updated": 0, "removed": 0}
+    assert reported_counts(own, alone)["unchanged"] == 9
+    # What to_dict writes (the record status reads in another process) reads back.
+    assert Outcome.from_dict("update", own.to_dict()) == own
+    assert Outcome.from_dict("update", {"status": "ok"}) is None
+    assert Outcome.from_dict("update", None) is None
 
 
 def test_preflight_checks_gguf_magic_and_picks_the_strongest_mode(tmp_path: Path) -> None:

@@ -91,6 +91,28 @@ def test_serve_listens_while_a_hung_sidecar_runs_its_first_sync(tmp_path: Path) 
     assert not alive(hung)
 
 
+def test_health_reports_a_sidecar_whose_first_sync_failed(tmp_path: Path) -> None:
+    # /health said QMD was ready once its first sync had ended, failed or not, until a
+    # search tripped its breaker: a container orchestrator saw a healthy server.
+    fake = install_fake(tmp_path / "fake", behaviour="update=crash")
+    config = make_config(
+        tmp_path,
+        {
+            "router": {"chain": ["qmd", "sqlite"]},
+            "backends": {"qmd": {"command": str(fake), "update_on_boot": False}},
+        },
+    )
+    with running_server(config) as server:
+        assert wait_until(lambda: "first sync finished" in server.stderr(), 60.0)
+        health = httpx.get(server.url + "/health", timeout=30).json()
+    assert health["status"] == "degraded"
+    assert health["ok"] is True
+    assert health["backends"]["qmd"]["ready"] is False
+    assert health["backends"]["qmd"]["breaker"] == "closed"  # no search has failed yet
+    assert health["backends"]["qmd"]["error"].startswith("qmd update failed: qmd update crashed")
+    assert health["backends"]["sqlite"]["ready"] is True
+
+
 def test_stale_server_file_is_ignored(tmp_path: Path) -> None:
     config = make_config(tmp_path)
     with running_server(config) as server:
