@@ -13,6 +13,9 @@ first, ties broken by id so the order is deterministic. Scores are in [0, 1].
   side is mapped through the model's calibration (:class:`VectorScale`): cosine at the
   model's noise level is 0, a near-duplicate is 1. So a vector hit keeps an absolute
   meaning and ``min_score`` can drop noise, while the keyword side ranks by its own spread.
+  Both sides are then scaled by the query's *support* (:func:`query_support`): when no
+  candidate holds more than part of the question's keywords and none is close in meaning,
+  the memory most likely does not hold the answer, and no hit scores as if it did.
 * :func:`minmax_fusion` — both sides min-max normalised over their candidates.
 * :func:`rrf_fusion` — weighted reciprocal rank fusion, ``Σ w / (k + rank)``, divided by its
   maximum (rank 1 on every side) so the best possible score is 1.
@@ -33,6 +36,9 @@ FusionMethod = Literal["convex", "minmax", "rrf", "zscore", "weighted"]
 FUSION_METHODS: tuple[FusionMethod, ...] = ("convex", "minmax", "rrf", "zscore", "weighted")
 RRF_K = 60
 """The usual RRF constant (Cormack et al. 2009); not tuned to any benchmark here."""
+MATCH_LEVEL = 0.5
+"""A calibrated cosine (:class:`VectorScale`) at which a model's matches and its noise cross:
+each calibration maps that cosine here (``memory_router._calibration``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,7 +47,8 @@ class Fused:
 
     ``vector`` / ``text`` are the scores the sides gave (``None``: that side did not find
     it); ``vector_part`` / ``text_part`` are the weighted contributions, which add up to
-    ``score``.
+    ``score``; ``support`` is the factor both were scaled by (:func:`query_support`; 1
+    for the other methods).
     """
 
     id: str
@@ -50,6 +57,7 @@ class Fused:
     text: float | None
     vector_part: float = 0.0
     text_part: float = 0.0
+    support: float = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,11 +84,12 @@ def _combine(
     t_norm: Mapping[str, float],
     vector_weight: float,
     text_weight: float,
+    support: float = 1.0,
 ) -> list[Fused]:
     fused = []
     for key in {**vector, **text}:
-        v_part = vector_weight * v_norm.get(key, 0.0)
-        t_part = text_weight * t_norm.get(key, 0.0)
+        v_part = support * vector_weight * v_norm.get(key, 0.0)
+        t_part = support * text_weight * t_norm.get(key, 0.0)
         fused.append(
             Fused(
                 id=key,
@@ -89,10 +98,42 @@ def _combine(
                 text=text.get(key),
                 vector_part=v_part,
                 text_part=t_part,
+                support=support,
             )
         )
     fused.sort(key=lambda f: (-f.score, f.id))
     return fused
+
+
+def minor_share(share: float, closeness: float) -> float:
+    """What a keyword match holding ``share`` of the question's keywords counts for, given
+    its calibrated cosine ``closeness``: the share itself, except for a minor part (at most
+    half) of the keywords, which counts again unless the chunk is close in meaning
+    (``share × (share + (1 − share) × min(1, closeness / MATCH_LEVEL))``).
+
+    So a chunk holding "order" of "what coffee do I order", with a cosine at noise level,
+    counts 1/4 instead of 1/2; one at the model's match level counts 1/2 as before.
+    """
+    if share > 0.5 + 1e-9:
+        return share
+    return share * (share + (1.0 - share) * min(1.0, closeness / MATCH_LEVEL))
+
+
+def query_support(v_norm: Mapping[str, float], coverage: Mapping[str, float]) -> float:
+    """How much of the question the memory holds at all, from 0 to 1: the largest share of
+    its keywords one keyword candidate holds (``coverage``), or the closest calibrated
+    cosine over :data:`MATCH_LEVEL`, whichever is larger; 1 when there are no keyword
+    candidates.
+
+    "What coffee do I order" against notes that never mention coffee: the best keyword
+    candidate holds "order" only (1/2) and no chunk is close in meaning, so the support is
+    1/2. It is one factor per query, so it never reorders a query's hits; it only lowers
+    what all of them claim.
+    """
+    if not coverage:
+        return 1.0
+    closest = max(v_norm.values(), default=0.0) / MATCH_LEVEL
+    return min(1.0, max(max(coverage.values()), closest))
 
 
 def minmax(scores: Mapping[str, float]) -> dict[str, float]:
@@ -139,14 +180,19 @@ def convex_fusion(
 
     ``coverage`` (id → share of the query's keywords the chunk holds, see
     :func:`~memory_router.keyword_coverage`) multiplies the keyword side, so one common
-    word shared with a long question does not count as a full keyword match.
+    word shared with a long question does not count as a full keyword match; and both
+    sides are scaled by the :func:`query_support` it gives, so a question the memory holds
+    only one word of scores low everywhere.
     """
     scale = scale or VectorScale()
     v_norm = {k: scale(s) for k, s in vector.items()}
     t_norm = max_scaled(text)
-    if coverage is not None:
-        t_norm = {k: s * coverage.get(k, 1.0) for k, s in t_norm.items()}
-    return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight)
+    if coverage is None:
+        return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight)
+    shares = {k: coverage.get(k, 1.0) for k in t_norm}
+    t_norm = {k: s * minor_share(shares[k], v_norm.get(k, 0.0)) for k, s in t_norm.items()}
+    support = query_support(v_norm, shares)
+    return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight, support)
 
 
 def minmax_fusion(

@@ -52,6 +52,7 @@ def fuse_chunks(
                 vector_part=f.vector_part,
                 text_part=f.text_part,
                 fusion=hybrid.fusion,
+                support=f.support,
             ),
         )
         for f in fused

@@ -74,6 +74,12 @@ class Passage:
     offset: int = 0
     end: int = 0
 
+    def chars(self, more: list[tuple[Hit, str, tuple[int, int]]] | None = None) -> int:
+        """The length of its snippet as shown (parts joined, with :data:`GAP` lines), with
+        ``more`` parts if given."""
+        parts = sorted(self.parts + (more or []), key=lambda part: part[2])
+        return len(_joined([(h, shown) for h, shown, _ in parts]))
+
     def span(self) -> tuple[int, int]:
         """The first and last line of the passage's range."""
         return (
@@ -180,18 +186,32 @@ def gather(
     past them never pulled up into them. So what an agent reads first is exactly the text
     it read without merging. ``reading = 0`` never merges. A hit that bridges two
     passages (the chunk between two that ranked) makes them one, under the same rule.
+    Past the budget a passage grows only while its snippet stays within ``reading``
+    characters (inside it, the budget bounds it already): otherwise a file of many small
+    matching passages became one hit of every candidate left (a hit of its own starts).
     """
     shows = shown_span(hit, first, snippet)
     touched = (p for p in passages if p.touches(hit, shows))
     target = next(touched, None) if reading > 0 else None
     end = offset + len(snippet)
-    if target is None or not (end <= reading or target.offset >= reading):
+    if target is None or not _may_join(target, end, [(hit, snippet, shows)], reading):
         passages.append(Passage([(hit, snippet, shows)], offset, end))
         return
     target.parts.append((hit, snippet, shows))
     target.end = max(target.end, end)
     for other in passages[passages.index(target) + 1 :]:
-        if (other.end <= reading or target.offset >= reading) and target.absorbs(other):
+        if _may_join(target, other.end, other.parts, reading) and target.absorbs(other):
             target.parts.extend(other.parts)
             target.end = max(target.end, other.end)
             passages.remove(other)
+
+
+def _may_join(
+    target: Passage, end: int, parts: list[tuple[Hit, str, tuple[int, int]]], reading: int
+) -> bool:
+    """Whether ``parts``, whose text ends ``end`` characters into the answer, may join
+    ``target``: both inside the first ``reading`` characters, or both past them and the
+    passage's snippet then at most ``reading`` characters long."""
+    if end <= reading:
+        return True
+    return target.offset >= reading and target.chars(parts) <= reading

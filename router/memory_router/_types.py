@@ -131,12 +131,15 @@ class Explain(_ToDict):
 
     ``score = relevance × decay × importance`` (clamped to [0, 1]). ``relevance`` is the
     backend's score: for hybrid, ``vector_part + text_part`` from the raw side scores
-    ``vector_score`` / ``text_score`` under ``fusion``. ``decay`` is the temporal decay
-    factor and ``importance`` an entry's weight (importance × recency); both are 1 when
-    they do not apply. ``mmr_penalty`` is the ``(1 − λ) × similarity`` MMR charged when it
-    picked the hit (it reorders, it does not rescale); ``dropped`` says why a candidate
-    is not in the answer; ``merged`` lists the line ranges (``start-end``) of lower hits
-    of the same file whose lines touch this one's and that were shown as part of it.
+    ``vector_score`` / ``text_score`` under ``fusion``, both parts already scaled by the
+    query's ``support`` (``convex``: how much of the question the memory holds at all, 1
+    when some candidate holds all its keywords or is close in meaning). ``decay`` is the
+    temporal decay factor and ``importance`` an entry's weight (importance × recency);
+    both are 1 when they do not apply. ``mmr_penalty`` is the ``(1 − λ) × similarity``
+    MMR charged when it picked the hit (it reorders, it does not rescale); ``dropped``
+    says why a candidate is not in the answer; ``merged`` lists the line ranges
+    (``start-end``) of lower hits of the same file whose lines touch this one's and that
+    were shown as part of it.
     """
 
     relevance: float
@@ -146,6 +149,7 @@ class Explain(_ToDict):
     vector_part: float | None = None
     text_part: float | None = None
     fusion: str | None = None
+    support: float = 1.0
     decay: float = 1.0
     importance: float = 1.0
     mmr_penalty: float = 0.0

@@ -271,6 +271,13 @@ def test_hybrid_keyword_side_and_versus_or(build: Any) -> None:
     # Default convex fusion: the best keyword score scales to 1, times the share of the
     # query's keywords the chunk holds ("database", "cat"; not "like"); the hashing
     # embedder's cosine is not calibrated (identity scale). Default weights 0.4 / 0.6.
+    # Both are scaled by the query's support: no chunk holds "like" too, so it is the best
+    # share (2/3) unless some cosine reaches the match level (0.5).
     assert top.text_score == max(h.text_score or 0 for h in loose.hits)
     assert keyword_coverage(query, top.snippet) == pytest.approx(2 / 3)
-    assert top.score == pytest.approx(0.4 * max(0.0, top.vector_score or 0) + 0.6 * 2 / 3)
+    closest = max(h.vector_score or 0 for h in loose.hits)
+    support = min(1.0, max(2 / 3, closest / 0.5))
+    assert top.explain is not None
+    assert top.explain.support == pytest.approx(support)
+    expected = support * (0.4 * max(0.0, top.vector_score or 0) + 0.6 * 2 / 3)
+    assert top.score == pytest.approx(expected)

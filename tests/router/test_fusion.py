@@ -16,6 +16,7 @@ from memory_router import (
     weighted_fusion,
     zscore_fusion,
 )
+from memory_router._fusion import MATCH_LEVEL, minor_share
 
 VECTOR = {"a": 0.9, "b": 0.6, "c": 0.3}
 TEXT = {"b": 0.8, "d": 0.4}
@@ -111,5 +112,49 @@ def test_vector_scale_knows_minilm_and_leaves_other_models_raw() -> None:
 def test_coverage_scales_the_keyword_side_of_convex() -> None:
     assert keyword_coverage("how do colleagues share progress", "shared fixtures") == 1 / 3
     assert keyword_coverage("the of and", "anything") == 1.0  # no keywords: no penalty
-    fused = convex_fusion({}, {"x": 4.0, "y": 2.0}, coverage={"x": 0.25, "y": 1.0})
+    fused = convex_fusion({}, {"x": 4.0, "y": 2.0}, coverage={"x": 0.5, "y": 1.0})
+    # x holds half the keywords and no vector vouches for it: its share counts twice.
     assert scores(fused) == {"x": 0.075, "y": 0.15}
+
+
+MINILM = {"vector_weight": 0.4, "text_weight": 0.6, "scale": vector_scale("all-MiniLM-L6-v2")}
+
+
+def test_a_minor_share_of_the_keywords_counts_again_unless_close_in_meaning() -> None:
+    # "when is the car serviced": the car note holds "car" (1/2) and is close in meaning;
+    # the refunds note holds "order" of "what coffee do I order" and is not.
+    assert minor_share(0.5, 0.0) == 0.25
+    assert minor_share(0.5, MATCH_LEVEL) == 0.5
+    assert minor_share(1 / 3, 0.0) == pytest.approx(1 / 9)
+    assert minor_share(2 / 3, 0.0) == 2 / 3  # most of the keywords: as before
+    fused = convex_fusion(
+        {"car": 0.40, "refunds": 0.10},
+        {"car": 5.0, "refunds": 5.0, "full": 5.0},
+        coverage={"car": 0.5, "refunds": 0.5, "full": 1.0},
+        **MINILM,
+    )
+    got = scores(fused)
+    assert got["full"] == 0.6
+    assert got["refunds"] == 0.15  # 0.6 × 0.5 × 0.5: under min_score 0.2 (it was 0.3)
+    assert got["car"] > 0.2 + 0.3  # its meaning vouches for the missing keyword
+
+
+def test_support_lowers_a_query_the_memory_holds_one_word_of() -> None:
+    # "what coffee do I order": the best keyword candidate holds "order", one keyword of
+    # two, and nothing is close in meaning (MiniLM cosines under its match level).
+    vector = {"refunds": 0.10, "kestrel": 0.20}
+    text = {"refunds": 6.0, "kestrel": 3.0}
+    half = {"refunds": 0.5, "kestrel": 0.5}
+    fused = convex_fusion(vector, text, **MINILM, coverage=half)
+    assert {f.support for f in fused} == {0.5}
+    assert [f.id for f in fused] == ["refunds", "kestrel"]  # one factor: the order stays
+    assert scores(fused)["refunds"] == 0.075  # 0.5 × 0.6 × 1 × 0.5 × 0.5
+    top = fused[0]
+    assert top.vector_part + top.text_part == pytest.approx(top.score)
+    # A candidate that holds the whole question, or one close in meaning: no change.
+    whole = convex_fusion(vector, text, **MINILM, coverage={"refunds": 1.0, "kestrel": 0.5})
+    assert {f.support for f in whole} == {1.0}
+    close = convex_fusion({"refunds": 0.10, "kestrel": 0.40}, text, **MINILM, coverage=half)
+    assert {f.support for f in close} == {1.0}
+    # Without a keyword side there is nothing to measure the question by.
+    assert {f.support for f in convex_fusion(vector, {}, **MINILM, coverage={})} == {1.0}

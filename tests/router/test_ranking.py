@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import time
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import BackendResult, Hit, SearchRequest, load_config
+from memory_router import BackendResult, Hit, Router, SearchRequest, load_config, testing
 from memory_router._ranking import (
     apply_decay,
     citations_on,
@@ -252,7 +253,7 @@ def test_a_neighbour_past_merge_reading_chars_stays_a_hit_of_its_own(tmp_path: P
 
 
 def test_touching_hits_past_the_reading_budget_are_merged(tmp_path: Path) -> None:
-    first = _lines_hit("memory/x.md", 0.95, 1, TURNS[0:5])  # fills the reading budget
+    first = _lines_hit("memory/x.md", 0.95, 1, TURNS[0:9])  # fills the reading budget
     overrides = {"workspace": str(tmp_path), "citations": "off"}
     overrides["query"] = {"merge_reading_chars": len(first.snippet)}
     config = load_config(None, environ={}, overrides=overrides)
@@ -261,10 +262,57 @@ def test_touching_hits_past_the_reading_budget_are_merged(tmp_path: Path) -> Non
     result = BackendResult(hits=(first, upper, lower), mode="keyword")
     out = shape(result, request(min_score=0.0), config)
     assert [(h.path, h.start_line, h.end_line) for h in out] == [
-        ("memory/x.md", 1, 5),
+        ("memory/x.md", 1, 9),
         ("memory/a.md", 1, 8),
     ]
     assert out[1].snippet.split("\n") == TURNS[0:8]
+
+
+def test_a_passage_past_the_reading_budget_holds_at_most_the_budget(tmp_path: Path) -> None:
+    # A file of many small matching passages: past the budget they used to become one hit
+    # of every candidate left (63 parts, 15,521 characters on a 200-line log).
+    first = _lines_hit("memory/x.md", 0.95, 1, TURNS[0:4])  # fills the reading budget
+    reading = len(first.snippet)
+    overrides = {"workspace": str(tmp_path), "citations": "off"}
+    overrides["query"] = {"merge_reading_chars": reading, "max_injected_chars": 0}
+    config = load_config(None, environ={}, overrides=overrides)
+    lines = [_lines_hit("memory/a.md", 0.9 - n / 100, n + 1, [TURNS[n]]) for n in range(8)]
+    out = shape(BackendResult(hits=(first, *lines), mode="keyword"), request(min_score=0.0), config)
+    assert [(h.path, h.start_line, h.end_line) for h in out] == [
+        ("memory/x.md", 1, 4),
+        ("memory/a.md", 1, 4),
+        ("memory/a.md", 5, 8),
+    ]
+    assert all(len(h.snippet) <= reading for h in out)
+    assert [h.snippet for h in out[1:]] == ["\n".join(TURNS[0:4]), "\n".join(TURNS[4:8])]
+
+
+def test_a_long_log_of_small_matches_is_not_one_hit_of_every_candidate(tmp_path: Path) -> None:
+    # A real SQLite index of a 200-line kiln log in one-line chunks, every line a match,
+    # and no injection budget: past the reading budget (4,000 characters) the touching
+    # hits used to become one hit of 63 parts and 15,521 characters.
+    log = "\n".join(
+        f"Kiln firing {n} reached cone {n % 10}; glaze batch {n} looked fine after the"
+        f" kiln cooled for {n} hours and the shelf was cleaned."
+        for n in range(200)
+    )
+    workspace = testing.write_workspace(tmp_path / "ws", {"memory/kiln.md": log + "\n"})
+    config = testing.router_config(
+        tmp_path,
+        workspace,
+        backend="sqlite",
+        citations="off",
+        query={"max_injected_chars": 0},
+        chunking={"tokens": 40, "overlap": 0, "structure": "off"},
+    )
+    with Router.from_config(config) as router:
+        router.sync()
+        hits = router.search("kiln firing glaze", max_results=6).results
+    reading = config.query.merge_reading_chars
+    assert all(len(h.snippet) <= reading for h in hits)
+    assert len(hits) >= 4  # the 80 candidate lines fill more hits instead of one
+    spans = sorted((h.start_line, h.end_line) for h in hits)
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(spans)), "no line twice"
 
 
 def test_a_merged_passage_marks_the_lines_it_does_not_show(tmp_path: Path) -> None:

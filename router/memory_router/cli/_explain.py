@@ -19,8 +19,10 @@ def factors(explain: Explain) -> str:
         f" × importance {explain.importance:.3f} = {explain.score:.3f}"
     )
     if explain.fusion:
+        # The parts are already scaled by the support; it is named so they add up.
+        support = f", support {explain.support:.3f}" if explain.support < 1.0 else ""
         line += (
-            f"  [{explain.fusion}: vector {_side(explain.vector_score)}"
+            f"  [{explain.fusion}{support}: vector {_side(explain.vector_score)}"
             f" → {_side(explain.vector_part)}, text {_side(explain.text_score)}"
             f" → {_side(explain.text_part)}]"
         )
