@@ -161,6 +161,56 @@ def test_a_binary_file_already_indexed_leaves_the_index(
     assert "memory/2026-11-02.md" not in chunk_paths(config)
 
 
+def test_valid_utf_8_with_nul_bytes_is_binary_and_utf_16_is_text(
+    write_workspace: WorkspaceWriter, write_config: ConfigWriter
+) -> None:
+    # A note whose tail a crash zero-filled is valid UTF-8, NULs and all; a Notepad
+    # UTF-16 note holds NULs in every ASCII character and is text.
+    workspace = write_workspace()
+    note = "# Boiler\n\nThe boiler was serviced on 3 March by Kessler Heating.\n"
+    (workspace / "memory/zeroed.md").write_bytes(note.encode() + bytes(4096))
+    (workspace / "memory/notepad.md").write_bytes(
+        "# Notepad\n\nThe quince jam recipe needs lemon peel.\n".encode("utf-16")
+    )
+    config = write_config(KEYWORD_ONLY)
+    result = run("--config", str(config), "index")
+    assert result.returncode == 0, result.stderr
+    assert "4 added" in result.stdout
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("Warning: ")]
+    assert warnings == [
+        "Warning: memory/notepad.md: UTF-16; read as UTF-16",
+        "Warning: memory/zeroed.md: looks binary (NUL bytes); not indexed",
+    ]
+    assert chunk_paths(config) == [
+        "MEMORY.md",
+        "memory/2026-11-01.md",
+        "memory/2026-11-02.md",
+        "memory/notepad.md",
+    ]
+    found = json.loads(run("--config", str(config), "search", "--json", "quince").stdout)
+    assert [hit["path"] for hit in found["results"]] == ["memory/notepad.md"]
+    status = run("--config", str(config), "status").stdout.splitlines()
+    assert "  Warning: memory/zeroed.md: looks binary (NUL bytes); not indexed" in status
+    doctor = run("--config", str(config), "doctor")
+    assert doctor.returncode == 1
+    assert "✗ memory files: memory/zeroed.md: looks binary (NUL bytes); not indexed" in (
+        doctor.stdout.splitlines()
+    )
+
+
+def test_a_failed_index_does_not_claim_the_workspace_is_empty(
+    write_workspace: WorkspaceWriter, write_config: ConfigWriter, tmp_path: Path
+) -> None:
+    write_workspace()
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the index folder should be\n")
+    config = write_config(f'{KEYWORD_ONLY}[backends.sqlite]\npath = "{blocked}/memory.sqlite"\n')
+    result = run("--config", str(config), "index")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"Error: sqlite: cannot write the index folder {blocked}")
+    assert "no memory files" not in result.stderr  # the workspace has three
+
+
 # -- get --from past the end ---------------------------------------------------------------
 
 

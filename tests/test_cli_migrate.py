@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import sqlite3
-from collections.abc import Sequence
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -120,3 +124,58 @@ def test_migrate_into_an_index_file_with_to_path(setup: tuple[Path, Path]) -> No
     assert folder.exit_code == 1
     assert "is a folder, not an index file" in folder.output
     assert "Hint: give --to-path the file to write" in folder.output
+
+
+def test_an_interrupted_migration_says_how_to_continue_and_doctor_shows_it(
+    write_workspace: Callable[..., Path],
+    write_config: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Keyword-only first, then a (slow) provider: the migration re-embeds batch by batch,
+    # so Ctrl-C surely lands while it copies.
+    write_workspace()
+    keyword = write_config('[embedding]\nprovider = "none"\n')
+    assert run(["--config", str(keyword), "index"]).exit_code == 0
+    config = write_config('[embedding]\nprovider = "slow"\n', name="slow.toml")
+    monkeypatch.setenv("MEMORY_ROUTER_PLUGIN_MODULES", "slow_embedder_plugin")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    monkeypatch.setenv("SLOW_EMBED_S", "2")
+    backup = config.parent / "backup.sqlite"
+    args = [sys.executable, "-m", "memory_router", "--config", str(config), "migrate"]
+    args += ["--from", "sqlite", "--to-path", str(backup), "--batch-size", "1"]
+    checkpoints = config.parent / "state/agents/main/migrations"
+    child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+            json.loads(p.read_text()).get("done") for p in checkpoints.glob("*.json")
+        ):
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)  # embedding its second batch for 2 s
+        _, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 130
+    assert err.splitlines()[-2:] == [
+        "Interrupted.",
+        "Hint: run the same command with --resume to continue where it stopped (1 of 4"
+        " chunks are written)",
+    ]
+    monkeypatch.setenv("SLOW_EMBED_S", "0")
+    doctor = [sys.executable, "-m", "memory_router", "--config", str(config), "doctor"]
+    found = subprocess.run(doctor, capture_output=True, text=True, timeout=120)
+    assert found.returncode == 1
+    lines = found.stdout.splitlines()
+    at = lines.index(
+        f"✗ migration into file:{backup}: unfinished: from sqlite (re-embed), 1 of 4 chunks"
+        " written (interrupted); its copy is kept beside the live index"
+    )
+    assert lines[at + 1] == (
+        f"    fix: memory-router migrate --from sqlite --to-path {backup} --resume"
+        " (without --resume it starts clean)"
+    )
+    resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "3 written · 1 already written before the interruption" in resumed.stdout
+    after = subprocess.run(doctor, capture_output=True, text=True, timeout=120)
+    assert "migration into" not in after.stdout

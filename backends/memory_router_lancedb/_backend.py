@@ -35,7 +35,7 @@ from memory_router import (
 )
 
 from . import _housekeeping, _recall, _search, _transfer, _vectors
-from ._lance import on_thread
+from ._lance import on_thread, unwritable_folder
 from ._search import Row, Scope
 from ._settings import LanceSettings, is_remote, mask_uri
 from ._staging import LanceStaging
@@ -65,7 +65,10 @@ class LanceBackend(Backend):
         self.settings: LanceSettings = context.settings or LanceSettings()
         uri = self.settings.resolved_uri(context.config)
         if not is_remote(uri):
-            Path(uri).mkdir(parents=True, exist_ok=True)
+            try:
+                Path(uri).mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise unwritable_folder(uri, error, backend=self.name) from None
         self.store = LanceStore(self.settings, uri, name=self.name, shown_uri=mask_uri(uri))
         self.journal = Path(context.config.entries.path).as_posix()
         self._vectors = VectorCache()
@@ -349,10 +352,7 @@ class LanceBackend(Backend):
         return dict(pointer.fingerprint) if pointer is not None else None
 
     def stage(self, *, fingerprint: Mapping[str, Any], resume: bool) -> Staging:
-        staging: Staging = self.store.guard(
-            "migrate", lambda: LanceStaging.open(self.store, fingerprint, resume=resume)
-        )
-        return staging
+        return LanceStaging.open(self.store, fingerprint, resume=resume)
 
     def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
         with self.store.writing("import"):

@@ -39,6 +39,10 @@ _UNREACHABLE_HINT = (
     " endpoint; `memory-router doctor` checks again"
 )
 _DAMAGED = "a table is missing or damaged"
+_UNWRITABLE = "its folder cannot be written (a read-only file system, or no permission)"
+_UNWRITABLE_HINT = (
+    "make the folder writable, or set [backends.lancedb] uri to a folder this user can write"
+)
 _NO_CREDENTIALS = re.compile(r"Failed to get AWS credentials|no credentials", re.IGNORECASE)
 _CAUSES = (
     (
@@ -70,6 +74,15 @@ _CAUSES = (
         ),
         _UNREACHABLE,
         _UNREACHABLE_HINT,
+    ),
+    (
+        re.compile(
+            r"Read-only file system|Permission denied|Operation not permitted"
+            r"|os error (1|13|30)\)",
+            re.IGNORECASE,
+        ),
+        _UNWRITABLE,
+        _UNWRITABLE_HINT,
     ),
     (
         re.compile(
@@ -115,6 +128,14 @@ def _cause(error: BaseException) -> tuple[str, str | None]:
             return cause, hint
     first = text.splitlines()[0] if text else type(error).__name__
     return (first if len(first) <= 300 else first[:297] + "..."), None
+
+
+def unwritable_folder(path: str, error: OSError, *, backend: str) -> BackendUnavailable:
+    """The error for a store folder that cannot be created."""
+    why = error.strerror or type(error).__name__
+    return BackendUnavailable(
+        f"lancedb cannot create its folder {path}: {why}", backend=backend, hint=_UNWRITABLE_HINT
+    )
 
 
 def unreachable(error: BaseException) -> bool:

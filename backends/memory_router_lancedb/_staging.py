@@ -8,16 +8,18 @@ from typing import Any
 from memory_router import Chunk, NotFound, Staging
 
 from . import _housekeeping, _transfer
-from ._store import LanceStore, Tables, in_list
-
-STAGING_KEY = "staging"
+from ._store import STAGING_KEY, LanceStore, Tables, in_list
 
 
 class LanceStaging(Staging):
     """A generation being filled beside the live one; :meth:`publish` switches to it.
 
     Its name and fingerprint are recorded in ``meta`` (key ``staging``), so a killed
-    migration reopens it; writes are ``merge_insert`` by chunk id, so a batch written twice
+    migration reopens it (and a rebuild's pruning of old generations leaves it alone);
+    every write to the store (opening, each batch, publish, discard) holds
+    :meth:`LanceStore.writing` like a sync, so it never interleaves with another write of
+    the process, waits for one given up on at most one deadline, and is itself waited for
+    when given up on; writes are ``merge_insert`` by chunk id, so a batch written twice
     is written once. A copy is filled with appends of large batches (:attr:`batch_size`)
     and its FTS index is built once, by :meth:`publish`. Publish does not compact: a fresh
     copy is a few large fragments (one per batch) and every row is in its FTS index, so
@@ -38,6 +40,16 @@ class LanceStaging(Staging):
     def open(
         cls, store: LanceStore, fingerprint: Mapping[str, Any], *, resume: bool
     ) -> LanceStaging:
+        with store.writing("migrate"):
+            opened: LanceStaging = store.guard(
+                "migrate", lambda: cls._open(store, fingerprint, resume=resume), long=True
+            )
+            return opened
+
+    @classmethod
+    def _open(
+        cls, store: LanceStore, fingerprint: Mapping[str, Any], *, resume: bool
+    ) -> LanceStaging:
         recorded = store.read_meta().get(STAGING_KEY)
         if resume:
             if recorded is None:
@@ -52,7 +64,8 @@ class LanceStaging(Staging):
         return cls(store, tables, wanted)
 
     def write(self, chunks: Sequence[Chunk]) -> None:
-        self.store.guard("migrate", lambda: self._append(chunks), long=True)
+        with self.store.writing("migrate"):
+            self.store.guard("migrate", lambda: self._append(chunks), long=True)
 
     def _append(self, chunks: Sequence[Chunk]) -> None:
         """One append per table; rows of ids already in the copy (a batch written again by
@@ -87,7 +100,8 @@ class LanceStaging(Staging):
             self.store.drop_generation(self.tables.generation)
             self.store.delete_meta(STAGING_KEY)
 
-        self.store.guard("migrate", run, long=True)
+        with self.store.writing("migrate"):
+            self.store.guard("migrate", run, long=True)
 
 
 def _dims(fingerprint: Mapping[str, Any]) -> int | None:

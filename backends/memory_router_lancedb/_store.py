@@ -31,6 +31,8 @@ from ._lance import lancedb, on_thread, translate, unreachable, with_retries, wi
 from ._settings import LanceSettings, is_remote
 
 KINDS = ("chunks", "entries", "files")
+STAGING_KEY = "staging"
+"""The ``meta`` key naming a migration's copy (its generation and fingerprint)."""
 ABANDONED_HINT = (
     "retry in a moment: it ends once the object store answers it again or LanceDB gives"
     " up on it (restarting the process ends it at once)"
@@ -349,8 +351,14 @@ class LanceStore:
         return sorted(found)
 
     def prune(self, live: str) -> None:
-        """Drop generations beyond the live one and the newest ``keep_generations - 1``."""
-        others = [g for g in self.generations() if g != live]
+        """Drop generations beyond the live one and the newest ``keep_generations - 1``.
+
+        A migration's copy (recorded in ``meta`` under ``staging``) is never dropped
+        here: a rebuild that ends while a migration fills it must not pull its tables
+        from under it (a resumed or fresh migration replaces it, ``reset`` drops it).
+        """
+        staging = self.read_meta().get(STAGING_KEY, {}).get("generation")
+        others = [g for g in self.generations() if g not in (live, staging)]
         keep = set(others[-(self.settings.keep_generations - 1) :]) if others else set()
         if self.settings.keep_generations <= 1:
             keep = set()

@@ -247,17 +247,21 @@ def _remove_tree(root: Path) -> None:
 
 
 def unwritable_hint(folder: Path, error: OSError) -> str:
-    """What to tell a user whose state folder cannot be written."""
-    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return (
-            f"make {folder} writable (e.g. chmod u+w {folder}) or set state_dir to another folder"
-        )
-    return f"check that {folder} is a folder you can write, or set state_dir to another folder"
+    """What to tell a user whose index folder cannot be written."""
+    elsewhere = "set [backends.sqlite] path (or state_dir) to another folder"
+    if error.errno == errno.EROFS:  # no chmod helps there
+        return f"{folder} is on a read-only file system: {elsewhere} on a writable one"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return f"make {folder} writable (e.g. chmod u+w {folder}) or {elsewhere}"
+    return f"check that {folder} is a folder you can write, or {elsewhere}"
 
 
 def remove_index_files(path: Path) -> list[Path]:
     """Delete the index and everything this module keeps beside it; the paths removed."""
-    patterns = ("", "-wal", "-shm", ".lock", MARKER, ".tmp-*", ".backup-*", ".damaged-*")
+    patterns = (
+        *("", "-wal", "-shm", ".lock", MARKER, ".tmp-*", ".backup-*", ".damaged-*"),
+        ".migrating*",  # a migration's copy (and its -wal, -shm)
+    )
     removed = []
     for pattern in patterns:
         for found in path.parent.glob(f"{path.name}{pattern}"):

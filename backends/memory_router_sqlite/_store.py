@@ -78,7 +78,8 @@ class Store:
             probe.touch()
             probe.unlink()
         except OSError as error:
-            why = "it is not a folder" if folder.exists() else error.strerror or str(error)
+            not_folder = folder.exists() and not folder.is_dir()
+            why = "it is not a folder" if not_folder else error.strerror or str(error)
             raise BackendUnavailable(
                 f"cannot write the index folder {folder}: {why}",
                 backend=self.name,

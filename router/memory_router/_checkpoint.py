@@ -40,6 +40,11 @@ def checkpoint_path(state_dir: Path, target: str) -> Path:
     return state_dir / "migrations" / f"{target}.json"
 
 
+def lock_path(state_dir: Path, target: str) -> Path:
+    """The lock a migration into ``target`` holds while it runs (see ``_indexlock``)."""
+    return checkpoint_path(state_dir, target).with_suffix(".lock")
+
+
 def load_checkpoint(path: Path) -> Checkpoint | None:
     """The saved checkpoint, or ``None`` when there is none (or it cannot be read)."""
     try:

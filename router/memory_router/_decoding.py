@@ -5,10 +5,12 @@ wrote: a note saved as Windows-1252 or Latin-1, a UTF-16 file from Notepad, an i
 archive named ``.md``. :func:`decode` decides once, for every reader (discovery and
 indexing, whatever the backend, and ``get``):
 
-* valid UTF-8 is read as UTF-8 (unchanged: a BOM stays part of the text);
-* a UTF-16 byte-order mark: read as UTF-16;
+* a UTF-16 byte-order mark: read as UTF-16 (its NUL bytes are part of its characters);
 * a NUL byte, or more than :data:`CONTROL_SHARE` of ASCII control characters (other than
-  tab, newline, carriage return, form feed, backspace and escape): binary, not read;
+  tab, newline, carriage return, form feed, backspace and escape): binary, not read —
+  valid UTF-8 included (NUL and control bytes are valid UTF-8, and a file of them is no
+  note, nor text any search could find);
+* valid UTF-8 is read as UTF-8 (unchanged: a BOM stays part of the text);
 * mostly UTF-8 with a few bad bytes (at least as many valid multi-byte characters): UTF-8,
   the bad bytes replaced with U+FFFD;
 * anything else is read as Windows-1252 (cp1252, which covers Latin-1's letters), or as
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 CONTROL_SHARE = 0.05
 """The share of ASCII control bytes above which a file is binary (random bytes: ~11%)."""
 _TEXT_CONTROLS = frozenset(b"\t\n\r\f\b\x1b")
+# Every byte but the counted controls, deleted by ``bytes.translate`` to count them at C speed.
+_NOT_CONTROLS = bytes(b for b in range(256) if not (b < 0x20 or b == 0x7F) or b in _TEXT_CONTROLS)
 _REPLACEMENT = "\ufffd"
 
 
@@ -45,11 +49,7 @@ class Decoded:
 
 def decode(data: bytes) -> Decoded:
     """``data`` as text, by the rules in the module docstring."""
-    try:
-        return Decoded(text=data.decode("utf-8"), encoding="utf-8")
-    except UnicodeDecodeError:
-        pass
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # never valid UTF-8
         try:
             text = data.decode("utf-16")
             return Decoded(text=text, encoding="utf-16", warning="UTF-16; read as UTF-16")
@@ -58,7 +58,10 @@ def decode(data: bytes) -> Decoded:
     why = _binary(data)
     if why:
         return Decoded(text=None, encoding="", warning=f"looks binary ({why}); not indexed")
-    return _fallback(data)
+    try:
+        return Decoded(text=data.decode("utf-8"), encoding="utf-8")
+    except UnicodeDecodeError:
+        return _fallback(data)
 
 
 def journal_text(data: bytes) -> str:
@@ -69,7 +72,7 @@ def journal_text(data: bytes) -> str:
 def _binary(data: bytes) -> str | None:
     if b"\x00" in data:
         return "NUL bytes"
-    controls = sum(1 for b in data if (b < 0x20 or b == 0x7F) and b not in _TEXT_CONTROLS)
+    controls = len(data.translate(None, _NOT_CONTROLS))
     if data and controls / len(data) > CONTROL_SHARE:
         return f"{controls / len(data):.0%} control characters"
     return None

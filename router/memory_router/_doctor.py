@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._checkpoint import checkpoint_path, clear_checkpoint, load_checkpoint, lock_path
 from ._exceptions import MemoryRouterError, Unsupported
 from ._explain import check_workspace
-from ._indexlock import holder
+from ._indexlock import holder, lock_holder
 from ._status import source_counts
 from ._types import BackendStatus, SyncReport, _ToDict
 from ._workspace import FTS_ONLY, take_snapshot
@@ -54,6 +55,7 @@ def checks(router: Router) -> list[Check]:
     found.append(_embedding_check(status.embedding))
     found.extend(_backend(router, backend, workspace.ok) for backend in status.backends)
     found.extend(_lock(router, name) for name in router.config.router.chain)
+    found.extend(_migrations(router))
     return found
 
 
@@ -243,6 +245,39 @@ def _lock(router: Router, name: str) -> Check:
     return Check(name=label, ok=True, detail=f"held by process {pid} (a sync is running)")
 
 
+def _migrations(router: Router) -> Iterator[Check]:
+    """A migration whose checkpoint is still there did not finish: its copy sits beside
+    the target's live index (disk space) until it is resumed or started again."""
+    folder = router.config.agent_state_path / "migrations"
+    for path in sorted(folder.glob("*.json")):
+        saved = load_checkpoint(path)
+        if saved is None:
+            continue
+        name = f"migration into {saved.target}"
+        progress = f"from {saved.source} ({saved.mode}), {saved.done} of {saved.total} chunks"
+        pid = lock_holder(lock_path(router.config.agent_state_path, path.stem))
+        if pid is not None:
+            yield Check(name=name, ok=True, detail=f"running in process {pid}: {progress}")
+            continue
+        source = _option("from", saved.source)
+        target = _option("to", saved.target)
+        yield Check(
+            name=name,
+            ok=False,
+            detail=f"unfinished: {progress} written (interrupted); its copy is kept beside"
+            " the live index",
+            fix=f"memory-router migrate {source} {target} --resume (without --resume it"
+            " starts clean)",
+        )
+
+
+def _option(name: str, label: str) -> str:
+    """``--from NAME`` or ``--from-path PATH`` for a checkpoint's source or target label."""
+    if label.startswith("file:"):
+        return f"--{name}-path {label.removeprefix('file:')}"
+    return f"--{name} {label}"
+
+
 def lines(found: list[Check]) -> Iterator[str]:
     """``✓ name: detail`` or ``✗ name: detail`` and, under a ✗, ``  fix: …``."""
     for check in found:
@@ -276,6 +311,11 @@ def reset(router: Router, names: list[str]) -> list[str]:
             backend = None
         with contextlib.suppress(Unsupported):
             removed.extend(backend.reset() if backend is not None else ())
+        # The reset dropped a migration's copy too: its checkpoint has nothing to resume.
+        checkpoint = checkpoint_path(router.config.agent_state_path, name)
+        if checkpoint.exists():
+            clear_checkpoint(checkpoint)
+            removed.append(str(checkpoint))
         for folder in derived_paths(router, name):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(str(folder))

@@ -20,11 +20,16 @@ from ._types import Progress, no_progress
 
 LOCK_FILE = "index.lock"
 INDEX_WAIT_S = 600.0
+BUSY_HINT = (
+    "let it finish (`memory-router status` shows the index when it is done), then run the"
+    " command again"
+)
 """How long :meth:`Router.sync` waits for another process's sync by default."""
 
 
 class IndexBusy(MemoryRouterError):
-    """Another process is syncing this agent's index and did not finish in time."""
+    """Another process holds a lock of this agent — it is syncing an index, or migrating
+    into one — and did not let go in time."""
 
     def __init__(self, message: str, *, pid: int | None, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
@@ -33,7 +38,11 @@ class IndexBusy(MemoryRouterError):
 
 def holder(folder: Path) -> int | None:
     """The pid of the process syncing the agent in ``folder`` now, or ``None``."""
-    path = folder / LOCK_FILE
+    return lock_holder(folder / LOCK_FILE)
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid of the process holding the lock file ``path`` now, or ``None``."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -54,20 +63,30 @@ def index_lock(
     folder: Path, *, agent: str, backend: str, wait_s: float, progress: Progress = no_progress
 ) -> Iterator[None]:
     """Hold the agent's index lock; :class:`IndexBusy` if not free within ``wait_s``."""
-    path = folder / LOCK_FILE
+    with lock_file(
+        folder / LOCK_FILE,
+        doing=f"building the {backend} index of agent {agent!r}",
+        hint=BUSY_HINT,
+        wait_s=wait_s,
+        progress=progress,
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def lock_file(
+    path: Path, *, doing: str, hint: str, wait_s: float, progress: Progress = no_progress
+) -> Iterator[None]:
+    """Hold the ``flock`` of ``path`` (which names the holder's pid); :class:`IndexBusy`
+    saying ``process N is already <doing>`` with ``hint`` if not free within ``wait_s``."""
+    folder = path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as error:
         raise unusable_folder(folder, error) from error
     try:
-        _acquire(
-            fd,
-            path,
-            what=f"the {backend} index of agent {agent!r}",
-            wait_s=wait_s,
-            progress=progress,
-        )
+        _acquire(fd, path, doing=doing, hint=hint, wait_s=wait_s, progress=progress)
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         try:
@@ -89,7 +108,9 @@ def unusable_folder(folder: Path, error: OSError) -> ConfigError:
     )
 
 
-def _acquire(fd: int, path: Path, *, what: str, wait_s: float, progress: Progress) -> None:
+def _acquire(
+    fd: int, path: Path, *, doing: str, hint: str, wait_s: float, progress: Progress
+) -> None:
     deadline = time.monotonic() + wait_s
     told = False
     while True:
@@ -99,22 +120,17 @@ def _acquire(fd: int, path: Path, *, what: str, wait_s: float, progress: Progres
         except BlockingIOError:
             pid = _pid(path)
             if time.monotonic() >= deadline:
-                raise _busy(what, pid, wait_s) from None
+                raise _busy(doing, hint, pid, wait_s) from None
             if not told:
                 progress(done=0, total=0, label=f"waiting for the sync in process {pid}")
                 told = True
             time.sleep(0.1)
 
 
-def _busy(what: str, pid: int | None, wait_s: float) -> IndexBusy:
+def _busy(doing: str, hint: str, pid: int | None, wait_s: float) -> IndexBusy:
     who = f"process {pid}" if pid else "another process"
     waited = f" (waited {wait_s:.0f} s)" if wait_s else ""
-    return IndexBusy(
-        f"{who} is already building {what}{waited}",
-        pid=pid,
-        hint="let it finish (`memory-router status` shows the index when it is done),"
-        " then run the command again",
-    )
+    return IndexBusy(f"{who} is already {doing}{waited}", pid=pid, hint=hint)
 
 
 def _pid(path: Path) -> int | None:

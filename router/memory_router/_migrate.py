@@ -19,6 +19,7 @@ step at the end.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,13 +32,22 @@ from ._checkpoint import (
     checkpoint_path,
     clear_checkpoint,
     load_checkpoint,
+    lock_path,
     save_checkpoint,
 )
 from ._chunking import chunk_id
 from ._embedding import Embedder, normalize
 from ._exceptions import InvalidInput, MemoryRouterError, NotFound, Unsupported
 from ._indexfile import IndexFile
-from ._migrate_target import Source, Target, check_distinct, open_source, open_target
+from ._indexlock import lock_file
+from ._migrate_target import (
+    Source,
+    Target,
+    check_distinct,
+    open_source,
+    open_target,
+    target_key,
+)
 from ._pipeline import prefetch
 from ._types import Chunk, Progress, _ToDict, no_progress
 from ._verify import VerifyReport, verify_backends
@@ -128,7 +138,8 @@ def migrate(
     try:
         dest = open_target(router, target, target_path)
         if copy:
-            report = _run(router, src, dest, resume, batch_size, progress)
+            with migration_lock(router, dest):
+                report = _run(router, src, dest, resume, batch_size, progress)
         else:
             report = MigrationReport(
                 source=src.name, target=dest.label, mode="none", reason="verify only", chunks=0
@@ -143,6 +154,24 @@ def migrate(
             assert isinstance(src, IndexFile)
             src.close()
     return dataclasses.replace(report, duration_ms=(time.perf_counter() - started) * 1000)
+
+
+def migration_lock(router: Router, dest: Target) -> contextlib.AbstractContextManager[None]:
+    """One migration into a target at a time, across processes: a second one would
+    discard the first's copy and mix up their checkpoint (:class:`IndexBusy` at once)."""
+    return lock_file(
+        lock_path(router.config.agent_state_path, dest.key),
+        doing=f"migrating into {dest.label!r}",
+        hint="let it finish, or stop it and continue it with --resume",
+        wait_s=0,
+    )
+
+
+def interrupted(router: Router, target: str | None, target_path: str | None) -> Checkpoint | None:
+    """The checkpoint a failed or interrupted migration into ``target`` (or the index file
+    ``target_path``) left, which ``resume`` continues from; ``None`` when there is none."""
+    key = target_key(target, target_path)
+    return load_checkpoint(checkpoint_path(router.config.agent_state_path, key))
 
 
 def _run(
@@ -206,10 +235,16 @@ def _stage(
         )
     try:
         return backend.stage(fingerprint=wanted, resume=True)
-    except NotFound:
+    except NotFound as error:
         if saved.phase == "publishing":
             return None  # killed after the switch, before the checkpoint was removed
-        raise
+        raise NotFound(
+            f"{error.message}: the interrupted migration's copy ({saved.done} of"
+            f" {saved.total} chunks written) is gone",
+            key="resume",
+            hint="run without --resume to start clean (the target was reset, or its location"
+            " changed since the migration was interrupted)",
+        ) from None
 
 
 def _rebuild(

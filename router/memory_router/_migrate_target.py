@@ -65,8 +65,17 @@ def open_target(router: Router, name: str | None, path: str | None) -> Target:
         return Target(router.backend(name), name, name)
     assert path is not None
     resolved = Path(path).expanduser().resolve()
-    key = f"file-{sha256_text(str(resolved))[:16]}"
-    return Target(file_backend(router, resolved), key, f"file:{resolved}", owned=True)
+    return Target(
+        file_backend(router, resolved), target_key(None, path), f"file:{resolved}", owned=True
+    )
+
+
+def target_key(name: str | None, path: str | None) -> str:
+    """The name of a target's checkpoint: the backend's name, or one for the index file."""
+    if path is None:
+        assert name is not None
+        return name
+    return f"file-{sha256_text(str(Path(path).expanduser().resolve()))[:16]}"
 
 
 def file_backend(router: Router, path: Path) -> Backend:

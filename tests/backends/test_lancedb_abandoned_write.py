@@ -21,7 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import ProviderSpec, Router, hookimpl, testing
+from memory_router import (
+    BackendUnavailable,
+    Config,
+    NotFound,
+    ProviderSpec,
+    Router,
+    hookimpl,
+    testing,
+)
 from memory_router.testing import HashingEmbedder
 from s3_helpers.counting_proxy import CountingProxy, no_delay
 from s3_helpers.moto_server import BUCKET, S3Server
@@ -72,12 +80,11 @@ def proxy(s3_server: S3Server) -> Iterator[CountingProxy]:
         yield proxy
 
 
-def test_the_next_writer_waits_for_a_write_given_up_on(
-    tmp_path: Path, s3_server: S3Server, proxy: CountingProxy
-) -> None:
-    workspace = testing.write_workspace(tmp_path / "workspace", FILES)
-    embedder = GatedEmbedder(proxy)
-    config = testing.router_config(
+def gated_config(
+    tmp_path: Path, workspace: Path, s3_server: S3Server, proxy: CountingProxy
+) -> Config:
+    """``chain = ["lancedb"]`` on the S3 server behind ``proxy``, the gated provider."""
+    return testing.router_config(
         tmp_path,
         workspace,
         backend="lancedb",
@@ -90,6 +97,14 @@ def test_the_next_writer_waits_for_a_write_given_up_on(
         query={"min_score": 0.0},
         sync={"on_search": False},
     )
+
+
+def test_the_next_writer_waits_for_a_write_given_up_on(
+    tmp_path: Path, s3_server: S3Server, proxy: CountingProxy
+) -> None:
+    workspace = testing.write_workspace(tmp_path / "workspace", FILES)
+    embedder = GatedEmbedder(proxy)
+    config = gated_config(tmp_path, workspace, s3_server, proxy)
     events: list[str] = []
 
     def record(name: str) -> Callable[..., None]:
@@ -125,3 +140,43 @@ def test_the_next_writer_waits_for_a_write_given_up_on(
         assert events.index("first 1/1") < events.index("next 0/0")  # nothing left to do
         hit = router.search("kiln degrees firing").results[0]
         assert hit.path == "memory/kiln.md"
+
+
+def test_a_migration_waits_for_a_write_given_up_on_and_stages_nothing(
+    tmp_path: Path, s3_server: S3Server, proxy: CountingProxy
+) -> None:
+    workspace = testing.write_workspace(tmp_path / "workspace", FILES)
+    embedder = GatedEmbedder(proxy)
+    config = gated_config(tmp_path, workspace, s3_server, proxy)
+    with Router.from_config(config, plugins=[Plugin(embedder), testing]) as router:
+        assert not [r for r in router.sync(backends=["sqlite", "lancedb"]) if r.errors]
+        lance = router.backend("lancedb")
+        live = [c.id for c in lance.export_chunks()]
+        (workspace / "memory").mkdir()
+        (workspace / "memory" / "kiln.md").write_text(NEW, encoding="utf-8")
+        embedder.gate.clear()
+        given_up = router.sync(backends=["lancedb"])[0]
+        assert UNREACHABLE in given_up.errors[0]
+        proxy.delay = no_delay
+        time.sleep(REQUEST_S)  # an unreachable store is not tried again meanwhile
+
+        # The sync's thread still waits to write: the migration does not race it.
+        with pytest.raises(BackendUnavailable) as refused:
+            router.migrate("lancedb", source="sqlite")
+        assert STILL_RUNNING in refused.value.message
+        assert "waited 4 s" in refused.value.message  # one call's deadline, no more
+        assert "retry in a moment" in (refused.value.hint or "")
+        assert [c.id for c in lance.export_chunks()] == live  # the live tables untouched
+
+        embedder.gate.set()
+        ended = time.monotonic() + 120
+        synced = router.sync(backends=["lancedb"])[0]
+        while synced.errors and time.monotonic() < ended:  # until the given-up sync ended
+            time.sleep(0.2)
+            synced = router.sync(backends=["lancedb"])[0]
+        assert not synced.errors
+        with pytest.raises(NotFound):  # the refused migration staged nothing
+            lance.stage(fingerprint={}, resume=True)
+        report = router.migrate("lancedb", source="sqlite")
+        assert (report.mode, report.written) == ("reuse", 1)
+        assert [c.id for c in lance.export_chunks()] == live  # sqlite's copy went live

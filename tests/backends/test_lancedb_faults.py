@@ -7,6 +7,8 @@ and a chain ``["lancedb", "sqlite"]`` answers from SQLite instead.
 
 from __future__ import annotations
 
+import json
+import math
 import shutil
 import time
 import uuid
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from memory_router import (
     BackendUnavailable,
@@ -23,9 +26,12 @@ from memory_router import (
     ProviderContext,
     ProviderSpec,
     Router,
+    get_plugin_manager,
     hookimpl,
     testing,
 )
+from memory_router.cli import build_cli
+from s3_helpers.counting_proxy import CountingProxy, no_delay
 from s3_helpers.moto_server import BUCKET, S3Server, free_port
 
 FILES = {"MEMORY.md": "# Memory\n\nThe garden gate code is 4417; the shed key hangs inside.\n"}
@@ -214,3 +220,68 @@ def test_failed_rebuild_keeps_the_old_tables_answering(tmp_path: Path) -> None:
         assert response.results[0].path == "MEMORY.md"
         lance = router.backend("lancedb")
         assert lance.store.generations() == [before]  # type: ignore[attr-defined]
+
+
+def test_a_folder_that_cannot_be_written_is_named_with_a_hint(tmp_path: Path) -> None:
+    # sysfs refuses new files and folders even to root: a read-only folder anywhere.
+    with router_for(tmp_path, {"uri": "/sys/kernel"}, chain=("sqlite",)) as router:
+        router.sync()
+        with pytest.raises(BackendUnavailable) as caught:
+            router.migrate("lancedb", source="sqlite")
+        assert caught.value.message == (
+            "lancedb migrate failed at /sys/kernel: its folder cannot be written"
+            " (a read-only file system, or no permission)"
+        )
+        assert "set [backends.lancedb] uri to a folder this user can write" in (
+            caught.value.hint or ""
+        )
+        assert router.search("garden gate").results  # the source answers as before
+    missing = {"uri": "/sys/memory-router-lance"}
+    with router_for(tmp_path / "b", missing, chain=("sqlite",)) as router:
+        with pytest.raises(BackendUnavailable) as caught:
+            router.backend("lancedb")
+        assert caught.value.message.startswith(
+            "lancedb cannot create its folder /sys/memory-router-lance: "
+        )
+        assert caught.value.hint is not None
+
+
+def test_a_store_that_stops_answering_mid_copy_keeps_the_copy_for_resume(
+    tmp_path: Path, s3_server: S3Server
+) -> None:
+    files = {
+        f"memory/n-{i:02d}.md": f"# Note {i}\n\nThe heron {i} waded by the weir.\n"
+        for i in range(8)
+    }
+    workspace = testing.write_workspace(tmp_path / "workspace", files)
+    checkpoint = tmp_path / "state/agents/main/migrations/lancedb.json"
+
+    def after_first_batch(method: str, path: str) -> float:
+        copied = checkpoint.exists() and json.loads(checkpoint.read_text()).get("done")
+        return math.inf if copied else 0.0
+
+    with CountingProxy(s3_server.endpoint) as proxy:
+        settings = s3_settings(s3_server, endpoint=proxy.endpoint)
+        config = testing.router_config(
+            tmp_path, workspace, backend="sqlite", embedding="hash", backends={"lancedb": settings}
+        )
+        cli = build_cli(get_plugin_manager(plugins=[testing]))
+        args = ["--config", str(config.file), "migrate", "--from", "sqlite", "--to", "lancedb"]
+        assert CliRunner().invoke(cli, ["--config", str(config.file), "index"]).exit_code == 0
+        proxy.delay = after_first_batch
+        failed = CliRunner().invoke(cli, [*args, "--batch-size", "3"])
+        assert failed.exit_code == 1
+        assert "the object store cannot be reached" in failed.output
+        assert failed.output.rstrip().endswith(
+            "then run the same command with --resume to continue where it stopped"
+            " (3 of 8 chunks are written)"
+        )
+        again = CliRunner().invoke(cli, [*args, "--batch-size", "3"])  # not resuming
+        assert again.exit_code == 1
+        assert "the object store cannot be reached" in again.output
+        assert "--resume" not in again.output  # it failed before its own copy began
+        proxy.delay = no_delay
+        time.sleep(3.0)  # request_timeout_s: an unreachable store is not tried again meanwhile
+        resumed = CliRunner().invoke(cli, [*args, "--batch-size", "3", "--resume"])
+        assert resumed.exit_code == 0, resumed.output
+        assert "5 written · 3 already written before the interruption" in resumed.output

@@ -8,6 +8,7 @@ vector from the embedding cache, and searches answer as before.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 from collections.abc import Callable
@@ -18,6 +19,7 @@ import pytest
 
 from memory_router import MemoryRouterError, Router, testing
 from memory_router_sqlite import choose_driver, connect
+from memory_router_sqlite._damage import unwritable_hint
 
 NOTES = {
     f"memory/note-{i:04d}.md": f"# note {i}\n\nfact number {i} about topic{i % 7}\n"
@@ -197,6 +199,33 @@ def test_an_unwritable_index_folder_is_a_clear_error(tmp_path: Path, workspace: 
         with pytest.raises(MemoryRouterError) as caught:
             router.search("topic5")
     assert str(blocked) in caught.value.message
+
+
+def test_a_folder_that_refuses_writes_is_not_called_no_folder(
+    tmp_path: Path, workspace: Path
+) -> None:
+    settings = {"path": "/sys/kernel/memory.sqlite"}  # sysfs refuses even root
+    config = testing.router_config(tmp_path, workspace, backend="sqlite", settings=settings)
+    with Router.from_config(config, plugins=[testing]) as router:
+        report = router.sync()[0]
+    assert report.errors[0].startswith("cannot write the index folder /sys/kernel: ")
+    assert "not a folder" not in report.errors[0]
+    assert "/sys/kernel" in (report.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("code", "advice"),
+    [
+        (errno.EROFS, "/idx is on a read-only file system: set [backends.sqlite] path"),
+        (errno.EACCES, "make /idx writable (e.g. chmod u+w /idx) or set [backends.sqlite] path"),
+    ],
+)
+def test_the_hint_for_a_folder_fits_why_it_refuses(code: int, advice: str) -> None:
+    # A read-only mount cannot be made to fail in a test without privileges: the hint's
+    # choice is checked on the error itself (the message carries strerror, tested above).
+    hint = unwritable_hint(Path("/idx"), OSError(code, os.strerror(code)))
+    assert hint.startswith(advice)
+    assert ("chmod" in hint) == (code != errno.EROFS)
 
 
 def test_damaged_copies_are_capped(tmp_path: Path, workspace: Path) -> None:

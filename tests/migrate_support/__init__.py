@@ -106,15 +106,16 @@ def make_router(config: Config) -> Router:
     return Router.from_config(config, plugins=[testing, CountingPlugin()])
 
 
-def lance_router(tmp_path: Path, workspace: Path) -> Router:
-    """A sqlite-chain router with a LanceDB backend in ``tmp_path/lance`` (counting provider)."""
+def lance_router(tmp_path: Path, workspace: Path, **lancedb: Any) -> Router:
+    """A sqlite-chain router with a LanceDB backend in ``tmp_path/lance`` (counting
+    provider); ``lancedb`` are more ``[backends.lancedb]`` settings (``uri`` too)."""
     config = router_config(
         tmp_path / "state-root",
         workspace,
         backend="sqlite",
         embedding="counting",
         sync={"on_search": False},
-        backends={"lancedb": {"uri": str(tmp_path / "lance")}},
+        backends={"lancedb": {"uri": str(tmp_path / "lance"), **lancedb}},
     )
     return make_router(config)
 

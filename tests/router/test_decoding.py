@@ -31,6 +31,21 @@ def test_binary_is_not_text(data: bytes, why: str) -> None:
     assert decoded.warning.endswith("not indexed")
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"# Notes\n\nThe boiler was serviced.\n" + bytes(512),  # a zero-filled tail
+        b"\x00\x01\x02\x03" * 64,  # control bytes alone are valid UTF-8 too
+    ],
+)
+def test_valid_utf_8_that_looks_binary_is_binary(data: bytes) -> None:
+    data.decode("utf-8")  # valid UTF-8: the binary rule holds for it too
+    decoded = decode(data)
+    assert decoded.binary
+    assert decoded.warning is not None
+    assert decoded.warning.startswith("looks binary (")
+
+
 def test_windows_1252_and_latin_1_are_read_with_a_fallback() -> None:
     cp1252 = decode("“Quoted” café — Renée\n".encode("cp1252"))
     assert (cp1252.text, cp1252.encoding) == ("“Quoted” café — Renée\n", "cp1252")

@@ -69,7 +69,8 @@ def index(
             click.echo(sync_summary(report))
     for warning in dict.fromkeys(w for r in reports for w in r.warnings):
         click.echo(f"Warning: {warning}", err=True)
-    if reports and not any(r.added + r.updated + r.unchanged for r in reports if not r.errors):
+    indexed = [r for r in reports if not r.errors]  # a failed sync counted no files
+    if indexed and not any(r.added + r.updated + r.unchanged for r in indexed):
         click.echo(
             f"Warning: no memory files in {router.config.workspace_path}"
             f" (looked for {MEMORY_FILES}).",

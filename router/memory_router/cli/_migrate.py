@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from memory_router._migrate import MigrationReport
+from memory_router import BackendError, EmbeddingError, Router
+from memory_router._checkpoint import Checkpoint
+from memory_router._migrate import MigrationReport, interrupted
 from memory_router._openclaw import convert, read_openclaw, to_toml
 from memory_router._verify import VerifyReport
 
-from ._app import EXIT_ERROR, CommandError, echo_json, state
+from ._app import EXIT_ERROR, EXIT_INTERRUPTED, CommandError, echo_json, state
 from ._memory import progress_bar
 
 DEFAULT_QUERIES = 20
@@ -90,19 +93,20 @@ def migrate(
     if verify is None and (asked or min_overlap is not None or verify_only):
         verify = DEFAULT_QUERIES
     router = state(ctx).router()
-    with progress_bar(enabled=not as_json) as progress:
-        report = router.migrate(
-            None if target_path else target or router.config.router.chain[0],
-            source=source,
-            source_path=source_path,
-            target_path=target_path,
-            resume=resume,
-            verify=verify,
-            queries=asked,
-            copy=not verify_only,
-            batch_size=batch_size,
-            progress=progress,
-        )
+    into = None if target_path else target or router.config.router.chain[0]
+    report = _migrate_or_explain(
+        router,
+        into,
+        target_path,
+        resume,
+        bar=not as_json,
+        source=source,
+        source_path=source_path,
+        verify=verify,
+        queries=asked,
+        copy=not verify_only,
+        batch_size=batch_size,
+    )
     if as_json:
         echo_json(report.to_dict())
     else:
@@ -115,6 +119,55 @@ def migrate(
             err=True,
         )
         ctx.exit(EXIT_ERROR)
+
+
+def _migrate_or_explain(
+    router: Router,
+    into: str | None,
+    target_path: str | None,
+    resume: bool,
+    *,
+    bar: bool,
+    **options: Any,
+) -> MigrationReport:
+    """``router.migrate`` under a progress bar; when Ctrl-C or a failing store or
+    provider stops a copy it kept, the way to continue it is said."""
+    before = interrupted(router, into, target_path)
+    try:
+        with progress_bar(enabled=bar) as progress:
+            return router.migrate(
+                into, target_path=target_path, resume=resume, progress=progress, **options
+            )
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        left = _resume_hint(router, into, target_path, before, resume)
+        if left:
+            click.echo(f"Hint: {left}", err=True)
+        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+    except (BackendError, EmbeddingError) as error:  # a store or provider failed mid-copy
+        left = _resume_hint(router, into, target_path, before, resume)
+        if left:
+            error.hint = f"{error.hint}; then {left}" if error.hint else left
+        raise
+
+
+def _resume_hint(
+    router: Router,
+    target: str | None,
+    target_path: str | None,
+    before: Checkpoint | None,
+    resume: bool,
+) -> str | None:
+    """How to continue a migration that stopped with its copy kept, or ``None`` — also
+    when this run, not resuming, failed before its copy began (the checkpoint there is
+    an earlier run's, and this run would have started clean)."""
+    saved = interrupted(router, target, target_path)
+    if saved is None or (saved == before and not resume):
+        return None
+    return (
+        f"run the same command with --resume to continue where it stopped ({saved.done} of"
+        f" {saved.total} chunks are written)"
+    )
 
 
 def _read_queries(path: str | None) -> list[str]:
