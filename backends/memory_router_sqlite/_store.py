@@ -22,10 +22,10 @@ from ._db import Connection, Driver, connect, ensure_fts, migrate, table_exists,
 from ._vectors import Matrix
 
 _SUFFIXES = ("", "-wal", "-shm", "-journal")
-# Gate waits re-check in slices, so a main thread waiting here still sees Ctrl-C (see
-# memory_router._waits: the signal may be delivered to another thread).
-SLICE_S = 0.1
 _SIDE = ("-wal", "-shm", "-journal")
+# Gate waits re-check in slices, so a main thread waiting here still sees Ctrl-C (as
+# memory_router's wait helpers do: the kernel may give the signal to another thread).
+_GATE_SLICE_S = 0.1
 
 
 class Store:
@@ -177,7 +177,7 @@ class Store:
         """A read connection for the current file, returned to the pool afterwards."""
         with self._gate:
             while self._swapping:
-                self._gate.wait(SLICE_S)
+                self._gate.wait(_GATE_SLICE_S)
             self._readers += 1
         try:
             with self._reader() as conn:
@@ -284,7 +284,7 @@ class Store:
         with self._gate:
             self._swapping = True
             while self._readers:
-                self._gate.wait(SLICE_S)
+                self._gate.wait(_GATE_SLICE_S)
         try:
             self._swap(temp)
         finally:

@@ -68,16 +68,21 @@ def wait_future(future: concurrent.futures.Future[T], timeout: float | None = No
 
 
 def communicate(process: subprocess.Popen[Any], timeout: float | None) -> tuple[Any, Any]:
-    """:meth:`subprocess.Popen.communicate` (retrying it after a slice loses no output)."""
-    if threading.current_thread() is not threading.main_thread():
-        return process.communicate(timeout=timeout)
-    deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-    while True:
-        left = SLICE_S if deadline is None else min(SLICE_S, deadline - time.monotonic())
+    """:meth:`subprocess.Popen.communicate` (retrying it after a slice loses no output);
+    past ``timeout`` raises ``TimeoutExpired`` with what was read so far."""
+    answer: list[tuple[Any, Any]] = []
+    expired: list[subprocess.TimeoutExpired] = []
+
+    def attempt(step: float | None) -> bool:
         try:
-            return process.communicate(timeout=max(0.0, left))
-        except subprocess.TimeoutExpired as expired:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise subprocess.TimeoutExpired(
-                    process.args, timeout or 0.0, expired.output, expired.stderr
-                ) from None
+            answer.append(process.communicate(timeout=step))
+        except subprocess.TimeoutExpired as error:
+            expired[:] = [error]
+            return False
+        return True
+
+    if not _sliced(attempt, timeout):
+        raise subprocess.TimeoutExpired(
+            process.args, timeout or 0.0, expired[-1].output, expired[-1].stderr
+        ) from None
+    return answer[0]
