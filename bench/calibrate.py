@@ -1,5 +1,5 @@
 """Where an embedding model's cosine stops meaning "unrelated": the numbers behind
-``memory_router._calibration``.
+``memory_router._search.calibration``.
 
     .venv/bin/python bench/calibrate.py [--provider minilm] [--conversations 2]
 
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from memory_router import Chunk, Router, testing, vector_scale
-from memory_router._bench_data import load_locomo
+from memory_router._ops.bench_data import load_locomo
 
 DATA = Path(
     os.environ.get("MEMORY_ROUTER_LOCOMO")

@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 
 from memory_router import Router, load_config, testing
-from memory_router._bench import covered
-from memory_router._bench_data import Group, load_locomo
+from memory_router._ops.bench import covered
+from memory_router._ops.bench_data import Group, load_locomo
 from memory_router_qmd._results import CROSSING, calibrated
 
 DATA = Path(

@@ -65,11 +65,11 @@ from memory_router import (
     load_config,
     query_keywords,
 )
-from memory_router._bench import Variant, score_query, variant_config, write_group
-from memory_router._bench_data import Group, Query
-from memory_router._calibration import vector_scale
-from memory_router._fusion import max_scaled
-from memory_router._ranking import shape_all
+from memory_router._ops.bench import Variant, score_query, variant_config, write_group
+from memory_router._ops.bench_data import Group, Query
+from memory_router._search.calibration import vector_scale
+from memory_router._search.fusion import max_scaled
+from memory_router._search.ranking import shape_all
 from memory_router_sqlite import _search
 
 POOL = 80  # the default candidate pool: 20 results × candidate_multiplier 4

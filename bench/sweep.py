@@ -3,7 +3,7 @@
     .venv/bin/python bench/sweep.py --set multiplier [--data-beir /tmp/pydocs] [--json OUT]
 
 Each *set* is a list of variants (a label, a mode and configuration overrides); every
-variant runs through :func:`memory_router._bench.run_variant` — the same code as
+variant runs through :func:`memory_router._ops.bench.run_variant` — the same code as
 ``memory-router bench`` — on LoCoMo conversations 1–5 (``A``: where defaults are chosen),
 6–10 (``B``: held out) and, with ``--data-beir``, the BEIR corpus. It prints R@10, B1000
 and nDCG@10 per part, and per LoCoMo category. MiniLM vectors come from one embedding
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from memory_router import load_config
-from memory_router._bench import Variant, VariantReport, run_variant
-from memory_router._bench_data import BenchSet, load_beir, load_locomo
+from memory_router._ops.bench import Variant, VariantReport, run_variant
+from memory_router._ops.bench_data import BenchSet, load_beir, load_locomo
 
 LOCOMO = Path(
     os.environ.get("MEMORY_ROUTER_LOCOMO")

@@ -17,8 +17,8 @@ import click
 import pytest
 
 from memory_router import Config, Secret, get_plugin_manager, hookspecs
+from memory_router._config.settings import toml_name
 from memory_router._plugins import backend_specs
-from memory_router._settings import toml_name
 from memory_router.cli import build_cli, load_all
 
 ROOT = Path(__file__).resolve().parent.parent

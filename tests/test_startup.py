@@ -73,7 +73,8 @@ def test_discovering_every_plugin_imports_no_heavy_dependency() -> None:
 # Not needed to print `--help`: command modules, the router, config parsing, value types,
 # the SQLite drivers, HTTP (beside HEAVY).
 NOT_FOR_HELP = ("memory_router.cli._memory", "memory_router.cli._bench", "memory_router._router",
-                "memory_router._config", "memory_router._types", "memory_router._workspace",
+                "memory_router._config.config", "memory_router._types",
+                "memory_router._workspace.snapshot",
                 "memory_router.service", "tomllib", "sqlite3", "_sqlite3", "sqlean",
                 "http.client", "importlib.metadata", "concurrent.futures", "statistics",
                 "random")  # fmt: skip
@@ -108,7 +109,10 @@ from memory_router import Router, hookimpl
 print(json.dumps({"before": before, "router": "memory_router._router" in sys.modules}))
 """
     found = json.loads(run_python(code))
-    assert found == {"before": ["memory_router", "memory_router._lazy"], "router": True}
+    assert found == {
+        "before": ["memory_router", "memory_router._util", "memory_router._util.lazy"],
+        "router": True,
+    }
 
 
 def test_every_public_name_resolves_lazily() -> None:
@@ -218,8 +222,8 @@ print(json.dumps({"heavy": [m for m in json.loads(sys.argv[2]) if m in sys.modul
     # Nor HTTP (no server runs), migration, redaction (no transcripts) or another command.
     heavy += [
         "http.client",
-        "memory_router._migrate",
-        "memory_router._redact",
+        "memory_router._migrate.migration",
+        "memory_router._workspace.redact",
         "memory_router.cli._bench",
     ]
     found = json.loads(run_python(code, str(config), json.dumps(heavy)))

@@ -71,7 +71,7 @@ class MiniLMInt8Provider(MiniLMProvider):
             raise EmbeddingError(
                 f"the int8 model disagrees with fp32 (cosine {score:.4f} < {MIN_COSINE})",
                 provider=self.id,
-                hint="use provider = \"minilm\"",
+                hint='use provider = "minilm"',
             )
         return encode
 

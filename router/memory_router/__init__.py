@@ -14,27 +14,26 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ._lazy import lazy_exports
+from ._util.lazy import lazy_exports
 
 # A library logs, the application shows: without this, Python's last-resort handler would
 # print the router's warnings (fallbacks, circuit breakers) on every CLI's stderr.
 logging.getLogger("memory_router").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
-    from ._agent_config import (
+    from ._agent.capture import CaptureResult, RecallBlock, capture, recall_block
+    from ._agent.flush import NO_REPLY, FlushDecision, check_memory_flush, is_silent_reply
+    from ._backend import Backend, BackendContext, BackendSpec, Staging
+    from ._config.agent import (
         CaptureConfig,
         CompactionConfig,
         MemoryFlushConfig,
         RecallConfig,
         ServeConfig,
     )
-    from ._backend import Backend, BackendContext, BackendSpec, Staging
-    from ._calibration import vector_scale
-    from ._capture import CaptureResult, RecallBlock, capture, recall_block
-    from ._children import signal_child, spawn_child
-    from ._config import Config, load_config
-    from ._decoding import Decoded, decode
-    from ._embedding import (
+    from ._config.config import Config, load_config
+    from ._config.settings import Secret, parse_settings
+    from ._embedding.embedder import (
         Embedder,
         EmbeddingCache,
         EmbeddingProvider,
@@ -42,8 +41,8 @@ if TYPE_CHECKING:
         provider_key,
         sha256_text,
     )
-    from ._entries import EntryMatch, ForgetResult, RecallResult, StoreResult, entry_weight
-    from ._entry_recall import EntryRequest
+    from ._embedding.providers import ProviderContext, ProviderSpec
+    from ._entries.book import ForgetResult, RecallResult, StoreResult
     from ._exceptions import (
         BackendError,
         BackendTimeout,
@@ -56,8 +55,10 @@ if TYPE_CHECKING:
         PluginError,
         Unsupported,
     )
-    from ._flush import NO_REPLY, FlushDecision, check_memory_flush, is_silent_reply
-    from ._fusion import (
+    from ._plugins import get_plugin_manager
+    from ._router import Router
+    from ._search.calibration import vector_scale
+    from ._search.fusion import (
         FUSION_METHODS,
         Fused,
         FusionMethod,
@@ -69,20 +70,16 @@ if TYPE_CHECKING:
         weighted_fusion,
         zscore_fusion,
     )
-    from ._hybrid import fuse_chunks
-    from ._keywords import (
+    from ._search.hybrid import fuse_chunks
+    from ._search.keywords import (
         bm25_to_score,
         build_match_query,
         build_or_query,
         extract_keywords,
         query_keywords,
     )
-    from ._pipeline import prefetch
-    from ._plugins import get_plugin_manager
-    from ._providers import ProviderContext, ProviderSpec
-    from ._router import Router
-    from ._settings import Secret, parse_settings
-    from ._snippets import best_lines, best_runs, keyword_coverage
+    from ._search.ranking import entry_weight
+    from ._search.snippets import best_lines, best_runs, keyword_coverage
     from ._types import (
         CATEGORIES,
         BackendResult,
@@ -91,6 +88,8 @@ if TYPE_CHECKING:
         Chunk,
         Document,
         Entry,
+        EntryMatch,
+        EntryRequest,
         Explain,
         Fallback,
         FileText,
@@ -104,14 +103,17 @@ if TYPE_CHECKING:
         SyncReport,
         no_progress,
     )
-    from ._waits import acquire_lock, communicate, join_thread, wait_event, wait_future
-    from ._workspace import Snapshot
+    from ._util.children import signal_child, spawn_child
+    from ._util.pipeline import prefetch
+    from ._util.waits import acquire_lock, communicate, join_thread, wait_event, wait_future
+    from ._workspace.decoding import Decoded, decode
+    from ._workspace.snapshot import Snapshot
     from .hookspecs import hookimpl
 
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "._agent_config": (
+    "._config.agent": (
         "CaptureConfig",
         "CompactionConfig",
         "MemoryFlushConfig",
@@ -119,12 +121,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ServeConfig",
     ),
     "._backend": ("Backend", "BackendContext", "BackendSpec", "Staging"),
-    "._calibration": ("vector_scale",),
-    "._capture": ("CaptureResult", "RecallBlock", "capture", "recall_block"),
-    "._children": ("signal_child", "spawn_child"),
-    "._config": ("Config", "load_config"),
-    "._decoding": ("Decoded", "decode"),
-    "._embedding": (
+    "._search.calibration": ("vector_scale",),
+    "._agent.capture": ("CaptureResult", "RecallBlock", "capture", "recall_block"),
+    "._util.children": ("signal_child", "spawn_child"),
+    "._config.config": ("Config", "load_config"),
+    "._workspace.decoding": ("Decoded", "decode"),
+    "._embedding.embedder": (
         "Embedder",
         "EmbeddingCache",
         "EmbeddingProvider",
@@ -132,8 +134,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "provider_key",
         "sha256_text",
     ),
-    "._entries": ("EntryMatch", "ForgetResult", "RecallResult", "StoreResult", "entry_weight"),
-    "._entry_recall": ("EntryRequest",),
+    "._entries.book": ("ForgetResult", "RecallResult", "StoreResult"),
+    "._search.ranking": ("entry_weight",),
     "._exceptions": (
         "BackendError",
         "BackendTimeout",
@@ -146,8 +148,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "PluginError",
         "Unsupported",
     ),
-    "._flush": ("NO_REPLY", "FlushDecision", "check_memory_flush", "is_silent_reply"),
-    "._fusion": (
+    "._agent.flush": ("NO_REPLY", "FlushDecision", "check_memory_flush", "is_silent_reply"),
+    "._search.fusion": (
         "FUSION_METHODS",
         "Fused",
         "FusionMethod",
@@ -159,20 +161,20 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "weighted_fusion",
         "zscore_fusion",
     ),
-    "._hybrid": ("fuse_chunks",),
-    "._keywords": (
+    "._search.hybrid": ("fuse_chunks",),
+    "._search.keywords": (
         "bm25_to_score",
         "build_match_query",
         "build_or_query",
         "extract_keywords",
         "query_keywords",
     ),
-    "._pipeline": ("prefetch",),
+    "._util.pipeline": ("prefetch",),
     "._plugins": ("get_plugin_manager",),
-    "._providers": ("ProviderContext", "ProviderSpec"),
+    "._embedding.providers": ("ProviderContext", "ProviderSpec"),
     "._router": ("Router",),
-    "._settings": ("Secret", "parse_settings"),
-    "._snippets": ("best_lines", "best_runs", "keyword_coverage"),
+    "._config.settings": ("Secret", "parse_settings"),
+    "._search.snippets": ("best_lines", "best_runs", "keyword_coverage"),
     "._types": (
         "CATEGORIES",
         "BackendResult",
@@ -181,6 +183,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Chunk",
         "Document",
         "Entry",
+        "EntryMatch",
+        "EntryRequest",
         "Explain",
         "Fallback",
         "FileText",
@@ -194,8 +198,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SyncReport",
         "no_progress",
     ),
-    "._waits": ("acquire_lock", "communicate", "join_thread", "wait_event", "wait_future"),
-    "._workspace": ("Snapshot",),
+    "._util.waits": ("acquire_lock", "communicate", "join_thread", "wait_event", "wait_future"),
+    "._workspace.snapshot": ("Snapshot",),
     ".hookspecs": ("hookimpl",),
 }
 

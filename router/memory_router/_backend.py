@@ -8,17 +8,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._config.settings import parse_settings
 from ._exceptions import ConfigError, Unsupported
 from ._progress_types import Progress, no_progress
-from ._settings import parse_settings
 
 if TYPE_CHECKING:  # plugins import this module at start-up: keep it light
-    from ._config import Config
-    from ._embedding import Embedder
-    from ._entries import EntryMatch
-    from ._entry_recall import EntryRequest
-    from ._types import BackendResult, BackendStatus, Chunk, SearchRequest, SyncReport
-    from ._workspace import Snapshot
+    from ._config.config import Config
+    from ._embedding.embedder import Embedder
+    from ._types import (
+        BackendResult,
+        BackendStatus,
+        Chunk,
+        EntryMatch,
+        EntryRequest,
+        SearchRequest,
+        SyncReport,
+    )
+    from ._workspace.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

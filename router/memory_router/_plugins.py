@@ -18,9 +18,9 @@ import pluggy
 
 from . import hookspecs
 from ._backend import BackendSpec
-from ._entrypoints import distribution, entry_points
+from ._embedding.providers import ProviderSpec
 from ._exceptions import PluginError
-from ._providers import ProviderSpec
+from ._util.entrypoints import distribution, entry_points
 
 if TYPE_CHECKING:
     import click

@@ -14,21 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from . import _entries, _files, _filters, _journal, _plugins, _ranking
+from . import _plugins
 from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
-from ._breaker import CircuitBreaker, CircuitOpen, FallbackLog
-from ._calls import (
-    call_with_deadline,
-    contained,
-    fail_closed,
-    positive_int,
-    stopping_on,
-    unit_float,
-)
-from ._config import Config, apply_overrides, ensure_dir, load_config
-from ._embedding import Embedder
-from ._entries import EntryBook, ForgetResult, RecallResult, StoreResult
-from ._entry_recall import native_recall
+from ._config.config import Config, apply_overrides, ensure_dir, load_config
+from ._config.settings import unset_secret_error
+from ._embedding.embedder import Embedder
+from ._embedding.setup import EmbeddingSetup
+from ._entries import book as _entries
+from ._entries.book import EntryBook, ForgetResult, RecallResult, StoreResult
+from ._entries.recall import native_recall
 from ._exceptions import (
     BackendError,
     BackendTimeout,
@@ -38,14 +32,24 @@ from ._exceptions import (
     MemoryRouterError,
     NotFound,
 )
-from ._explain import check_mode, check_workspace, with_below_min_score
-from ._health import HealthFile, seen_breakers
-from ._indexlock import INDEX_WAIT_S, index_lock
-from ._ledger import SyncLedger
-from ._reconcile import Reconciler
-from ._settings import unset_secret_error
-from ._setup import EmbeddingSetup
-from ._status import on_disk, workspace_problem
+from ._routing.breaker import CircuitBreaker, CircuitOpen, FallbackLog
+from ._routing.calls import (
+    call_with_deadline,
+    check_mode,
+    contained,
+    fail_closed,
+    positive_int,
+    stopping_on,
+    unit_float,
+)
+from ._routing.health import HealthFile, seen_breakers
+from ._routing.indexlock import INDEX_WAIT_S, index_lock
+from ._routing.ledger import SyncLedger
+from ._routing.reconcile import Reconciler
+from ._routing.status import on_disk, workspace_problem
+from ._search import filters as _filters
+from ._search import ranking as _ranking
+from ._search.explain import with_below_min_score
 from ._types import (
     BackendResult,
     BackendStatus,
@@ -62,10 +66,13 @@ from ._types import (
     SyncReport,
     no_progress,
 )
-from ._workspace import Snapshot, scrub, take_snapshot
+from ._workspace import files as _files
+from ._workspace import journal as _journal
+from ._workspace.checks import check_workspace
+from ._workspace.snapshot import Snapshot, scrub, take_snapshot
 
 if TYPE_CHECKING:
-    from ._migrate import MigrationReport
+    from ._migrate.migration import MigrationReport
 
 
 class Router:
@@ -522,10 +529,10 @@ class Router:
         live index and switched over when complete. ``resume`` continues a killed run;
         ``verify`` runs that many corpus queries (plus ``queries``) on both sides;
         ``copy = False`` only verifies; ``batch_size`` (chunks per write and checkpoint)
-        defaults to what the target writes best. See :mod:`memory_router._migrate`.
+        defaults to what the target writes best. See :mod:`memory_router._migrate.migration`.
         """
         self._check_open()
-        from . import _migrate  # only `migrate` uses it (and its verification)
+        from ._migrate import migration as _migrate  # only `migrate` uses it (and its verification)
 
         path = os.fspath(source_path) if source_path is not None else None
         to_path = os.fspath(target_path) if target_path is not None else None

@@ -368,3 +368,37 @@ class RouterStatus(_ToDict):
     workspace_error: str | None = None
     workspace_hint: str | None = None
     file_warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntryMatch(_ToDict):
+    """An entry found by :meth:`Router.recall` or proposed by :meth:`Router.forget_entry`.
+
+    ``similarity`` (in [0, 1]) is how close its text is to the query; ``score`` is the
+    similarity weighted by importance and recency (equal to it when ranking is off);
+    higher is better. ``path``, ``start_line`` and ``end_line`` locate the entry in the
+    journal (workspace-relative, 1-based inclusive), for ``get`` and citations.
+    """
+
+    entry: Entry
+    score: float
+    similarity: float
+    path: str
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntryRequest(_ToDict):
+    """A recall as :meth:`Backend.recall_entries` receives it.
+
+    ``vector`` is the query's embedding (unit length); ``category`` restricts the entries
+    (``None`` = all); at most ``candidates`` entries come back, nearest first, each with
+    ``similarity`` (cosine, in [0, 1]) of at least ``min_similarity``.
+    """
+
+    query: str
+    vector: tuple[float, ...]
+    category: Category | None
+    candidates: int
+    min_similarity: float

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import click
 
     from ._backend import BackendSpec
-    from ._providers import ProviderSpec
+    from ._embedding.providers import ProviderSpec
 
 hookspec = pluggy.HookspecMarker("memory_router")
 hookimpl = pluggy.HookimplMarker("memory_router")

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ._config import Config
+from ._config.config import Config
 from ._exceptions import InvalidInput, MemoryRouterError, NotFound
 from ._types import _ToDict
 

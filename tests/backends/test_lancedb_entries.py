@@ -19,7 +19,7 @@ from memory_router import (
     entry_weight,
     testing,
 )
-from memory_router._journal import journal_text
+from memory_router._workspace.journal import journal_text
 
 FILES = {"MEMORY.md": "# Memory\n\nThe kiln reached 1240 degrees on the glaze firing.\n"}
 

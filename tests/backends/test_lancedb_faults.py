@@ -128,7 +128,7 @@ def test_unset_credential_variable_is_named(
     settings["storage_options"]["access_key_id"] = {"env": variable}
     expected = f"{variable} is not set (storage_options.access_key_id of [backends.lancedb])"
     with router_for(tmp_path / "doctor", settings, chain=("lancedb", "sqlite")) as router:
-        from memory_router._doctor import checks
+        from memory_router._ops.doctor import checks
 
         config = next(c for c in checks(router) if c.name == "config")
         assert not config.ok

@@ -23,7 +23,7 @@ from memory_router import (
     load_config,
     recall_block,
 )
-from memory_router._capture import capture_category, capture_reason
+from memory_router._agent.capture import capture_category, capture_reason
 from memory_router.cli import build_cli
 
 KEYWORD_ONLY = '[embedding]\nprovider = "none"\n[query]\nmin_score = 0.0\n'

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from memory_router import Hit
-from memory_router._bench import score_query
-from memory_router._bench_data import Group, Query, doc_path, load_beir
+from memory_router._ops.bench import score_query
+from memory_router._ops.bench_data import Group, Query, doc_path, load_beir
 from memory_router.cli import build_cli
 
 DOCS = {

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from memory_router._breaker import CircuitBreaker
+from memory_router._routing.breaker import CircuitBreaker
 
 
 class Clock:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_router._chunking import (
+from memory_router._workspace.chunking import (
     RawChunk,
     chunk_id,
     chunk_markdown,

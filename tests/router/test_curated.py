@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memory_router import Router, testing
-from memory_router._structure import blocks, chunk_structured
+from memory_router._workspace.structure import blocks, chunk_structured
 
 MEMORY = """# Memory
 

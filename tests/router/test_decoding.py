@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from memory_router._decoding import decode
+from memory_router._workspace.decoding import decode
 
 
 def test_utf_8_is_read_unchanged_bom_and_all() -> None:

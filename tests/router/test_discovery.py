@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from memory_router import Config
-from memory_router._config import EntriesConfig
-from memory_router._discovery import (
+from memory_router._config.config import EntriesConfig
+from memory_router._workspace.discovery import (
     IGNORED_DIRS,
     discover_documents,
     is_memory_path,

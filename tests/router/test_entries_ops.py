@@ -20,8 +20,8 @@ from memory_router import (
     entry_weight,
     testing,
 )
-from memory_router._config import EntryRankingConfig
-from memory_router._journal import journal_text
+from memory_router._config.config import EntryRankingConfig
+from memory_router._workspace.journal import journal_text
 
 FILES = {"MEMORY.md": "# Memory\n\nThe deploy key rotates monthly; see the runbook.\n"}
 

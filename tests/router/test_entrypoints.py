@@ -6,8 +6,8 @@ import importlib.metadata
 import sys
 from pathlib import Path
 
-from memory_router._entrypoints import distribution, entry_points
 from memory_router._plugins import GROUP
+from memory_router._util.entrypoints import distribution, entry_points
 
 
 def dist(folder: Path, name: str, entry_points_txt: str, *, egg: bool = False) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from memory_router import Config, InvalidInput
-from memory_router._config import EntriesConfig
-from memory_router._files import read_memory_file
+from memory_router._config.config import EntriesConfig
+from memory_router._workspace.files import read_memory_file
 
 BODY = "line 1\nline 2\nline 3\nline 4\n"
 

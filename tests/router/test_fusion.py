@@ -16,7 +16,7 @@ from memory_router import (
     weighted_fusion,
     zscore_fusion,
 )
-from memory_router._fusion import MATCH_LEVEL, minor_share
+from memory_router._search.fusion import MATCH_LEVEL, minor_share
 
 VECTOR = {"a": 0.9, "b": 0.6, "c": 0.3}
 TEXT = {"b": 0.8, "d": 0.4}

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_router import CATEGORIES, Config, Entry, InvalidInput, NotFound
-from memory_router._discovery import discover_documents
-from memory_router._files import read_memory_file
-from memory_router._journal import (
+from memory_router._workspace.discovery import discover_documents
+from memory_router._workspace.files import read_memory_file
+from memory_router._workspace.journal import (
     HEADER,
     append_entry,
     entry_chunks,
@@ -26,7 +26,7 @@ from memory_router._journal import (
     read_journal,
     remove_entry,
 )
-from memory_router._workspace import load_document
+from memory_router._workspace.snapshot import load_document
 
 WHEN = datetime(2026, 11, 21, 13, 5, tzinfo=UTC)
 

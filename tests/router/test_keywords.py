@@ -17,7 +17,7 @@ from memory_router import (
     extract_keywords,
     query_keywords,
 )
-from memory_router._keywords import STOP_WORDS, strip_korean_particle
+from memory_router._search.keywords import STOP_WORDS, strip_korean_particle
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ CHILD = """
 import sys
 import time
 from memory_router import Router, load_config, testing
-from memory_router._checkpoint import checkpoint_path
+from memory_router._migrate.checkpoint import checkpoint_path
 
 config = load_config(sys.argv[1], environ={})
 resume = checkpoint_path(config.agent_state_path, "sqlite").exists()

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from memory_router import InvalidInput
-from memory_router._config import Config
-from memory_router._json5 import Json5Error, loads
-from memory_router._openclaw import convert, to_toml
-from memory_router._settings import parse_settings
+from memory_router._config.config import Config
+from memory_router._config.json5 import Json5Error, loads
+from memory_router._config.openclaw import convert, to_toml
+from memory_router._config.settings import parse_settings
 from memory_router.testing import write_workspace
 from migrate_support import CountingEmbedder, config_for, corpus, make_router, write_openclaw_index
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memory_router import BackendResult, Hit, Router, SearchRequest, load_config, testing
-from memory_router._ranking import (
+from memory_router._search.ranking import (
     apply_decay,
     citations_on,
     clamp_budget,

@@ -28,8 +28,8 @@ from memory_router import (
     hookimpl,
     load_config,
 )
-from memory_router._config import SyncConfig
-from memory_router._ledger import SyncLedger
+from memory_router._config.config import SyncConfig
+from memory_router._routing.ledger import SyncLedger
 
 
 class Knobs:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from memory_router._chunking import RawChunk, chunk_markdown
-from memory_router._redact import redact
-from memory_router._sessions import (
+from memory_router._workspace.chunking import RawChunk, chunk_markdown
+from memory_router._workspace.redact import redact
+from memory_router._workspace.sessions import (
     build_session_entry,
     discover_sessions,
     is_transcript_name,

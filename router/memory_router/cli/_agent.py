@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from memory_router._capture import capture as capture_messages
-from memory_router._capture import recall_block
-from memory_router._config import load_config
-from memory_router._flush import check_memory_flush
+from memory_router._agent.capture import capture as capture_messages
+from memory_router._agent.capture import recall_block
+from memory_router._agent.flush import check_memory_flush
+from memory_router._config.config import load_config
 
 from ._app import echo_json, read_argument, state
 

@@ -144,7 +144,7 @@ def state(ctx: click.Context) -> CliState:
 
 def echo_json(value: Any) -> None:
     """Print ``value`` as indented JSON on stdout (always valid UTF-8)."""
-    from memory_router._workspace import scrub
+    from memory_router._workspace.snapshot import scrub
 
     click.echo(scrub(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
 
@@ -155,7 +155,7 @@ def read_argument(value: str) -> str:
     Bytes that are not UTF-8 (on stdin, or in argv, where Python keeps them as lone
     surrogates) become replacement characters: user text is scrubbed here, once.
     """
-    from memory_router._workspace import scrub
+    from memory_router._workspace.snapshot import scrub
 
     if value != "-":
         return scrub(value)

@@ -11,11 +11,11 @@ from typing import Any
 
 import click
 
-from memory_router._bench import METRICS, Variant, VariantReport, run_variant
-from memory_router._bench_data import BenchSet, load_beir, load_locomo
-from memory_router._config import Config, load_config
+from memory_router._config.config import Config, load_config
 from memory_router._exceptions import InvalidInput
-from memory_router._fusion import FUSION_METHODS
+from memory_router._ops.bench import METRICS, Variant, VariantReport, run_variant
+from memory_router._ops.bench_data import BenchSet, load_beir, load_locomo
+from memory_router._search.fusion import FUSION_METHODS
 
 from ._app import echo_json, state
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from memory_router._entries import EntryMatch
-from memory_router._types import CATEGORIES, Category, Entry
+from memory_router._types import CATEGORIES, Category, Entry, EntryMatch
 
 from ._app import echo_json, read_argument, state
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from memory_router._snippets import line_terms
+from memory_router._search.snippets import line_terms
 from memory_router._types import Explain, Hit, SearchResponse
 
 

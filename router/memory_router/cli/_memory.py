@@ -9,15 +9,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memory_router import _types
-from memory_router._config import load_config
-from memory_router._explain import (
-    MEMORY_FILES,
-    below_min_score_line,
-    check_workspace,
-    memory_file_exists,
-)
-from memory_router._indexlock import INDEX_WAIT_S
+from memory_router._config.config import load_config
+from memory_router._routing.indexlock import INDEX_WAIT_S
+from memory_router._search.explain import below_min_score_line
 from memory_router._types import FileText, SyncReport
+from memory_router._workspace.checks import MEMORY_FILES, check_workspace, memory_file_exists
 from memory_router.service import ServiceUnreachable, find_server
 
 from ._app import EXIT_ERROR, CliState, CommandError, echo_json, read_argument, state

@@ -8,10 +8,10 @@ from typing import Any
 import click
 
 from memory_router import BackendError, EmbeddingError, Router
-from memory_router._checkpoint import Checkpoint
-from memory_router._migrate import MigrationReport, interrupted
-from memory_router._openclaw import convert, read_openclaw, to_toml
-from memory_router._verify import VerifyReport
+from memory_router._config.openclaw import convert, read_openclaw, to_toml
+from memory_router._migrate.checkpoint import Checkpoint
+from memory_router._migrate.migration import MigrationReport, interrupted
+from memory_router._migrate.verify import VerifyReport
 
 from ._app import EXIT_ERROR, EXIT_INTERRUPTED, CommandError, echo_json, state
 from ._memory import progress_bar

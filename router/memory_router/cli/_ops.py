@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from memory_router import _doctor
-from memory_router._agents import agent_line, list_agents
-from memory_router._config import load_config
+from memory_router._config.config import load_config
+from memory_router._ops import doctor as _doctor
+from memory_router._ops.agents import agent_line, list_agents
 
 from ._app import EXIT_ERROR, echo_json, state
 

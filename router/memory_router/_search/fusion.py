@@ -1,0 +1,316 @@
+"""Hybrid fusion: how a vector list and a keyword list become one ranked list.
+
+Every function takes the two sides as ``{id: score}`` mappings (higher is better; a side
+that did not find an id simply lacks it) and returns :class:`Fused` values sorted best
+first, ties broken by id so the order is deterministic. Scores are in [0, 1].
+
+* :func:`weighted_fusion` — OpenClaw's merge: ``vw × vector + tw × text``, a missing side
+  counts 0. Raw side scores are used as given (cosine; ``bm25_to_score``).
+* :func:`convex_fusion` — the default: each side normalised, then ``vw × v + tw × t``.
+  The keyword side is divided by its best score (its theoretical lower bound, no match, is
+  0), so BM25's spread survives instead of being squashed by ``x / (1 + x)``, and times
+  the share of the query's keywords the chunk holds (:func:`keyword_coverage`). The vector
+  side is mapped through the model's calibration (:class:`VectorScale`): cosine at the
+  model's noise level is 0, a near-duplicate is 1. So a vector hit keeps an absolute
+  meaning and ``min_score`` can drop noise, while the keyword side ranks by its own spread.
+  Both sides are then scaled by the query's *support* (:func:`query_support`): when no
+  candidate holds more than part of the question's keywords and none is close in meaning,
+  the memory most likely does not hold the answer, and no hit scores as if it did.
+* :func:`minmax_fusion` — both sides min-max normalised over their candidates.
+* :func:`rrf_fusion` — weighted reciprocal rank fusion, ``Σ w / (k + rank)``, divided by its
+  maximum (rank 1 on every side) so the best possible score is 1.
+* :func:`zscore_fusion` — each side as z-scores, combined, squashed by the logistic.
+
+Backends that offer hybrid search call :func:`fuse` with the configured method, so every
+backend's hybrid has the same semantics.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+FusionMethod = Literal["convex", "minmax", "rrf", "zscore", "weighted"]
+FUSION_METHODS: tuple[FusionMethod, ...] = ("convex", "minmax", "rrf", "zscore", "weighted")
+RRF_K = 60
+"""The usual RRF constant (Cormack et al. 2009); not tuned to any benchmark here."""
+MATCH_LEVEL = 0.5
+"""A calibrated cosine (:class:`VectorScale`) at which a model's matches and its noise cross:
+each calibration maps that cosine here (``memory_router._search.calibration``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fused:
+    """One fused candidate: its id, fused ``score`` and each side's raw score.
+
+    ``vector`` / ``text`` are the scores the sides gave (``None``: that side did not find
+    it); ``vector_part`` / ``text_part`` are the weighted contributions, which add up to
+    ``score``; ``support`` is the factor both were scaled by (:func:`query_support`; 1
+    for the other methods).
+    """
+
+    id: str
+    score: float
+    vector: float | None
+    text: float | None
+    vector_part: float = 0.0
+    text_part: float = 0.0
+    support: float = 1.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VectorScale:
+    """A model's cosine calibration: ``floor`` maps to 0 (unrelated text), ``ceiling`` to 1."""
+
+    floor: float = 0.0
+    ceiling: float = 1.0
+
+    def __call__(self, cosine: float) -> float:
+        span = self.ceiling - self.floor
+        if span <= 0:
+            return 1.0 if cosine >= self.ceiling else 0.0
+        return min(1.0, max(0.0, (cosine - self.floor) / span))
+
+
+Normaliser = Callable[[Mapping[str, float]], dict[str, float]]
+
+
+def _combine(
+    vector: Mapping[str, float],
+    text: Mapping[str, float],
+    v_norm: Mapping[str, float],
+    t_norm: Mapping[str, float],
+    vector_weight: float,
+    text_weight: float,
+    support: float = 1.0,
+) -> list[Fused]:
+    fused = []
+    for key in {**vector, **text}:
+        v_part = support * vector_weight * v_norm.get(key, 0.0)
+        t_part = support * text_weight * t_norm.get(key, 0.0)
+        fused.append(
+            Fused(
+                id=key,
+                score=min(1.0, max(0.0, v_part + t_part)),
+                vector=vector.get(key),
+                text=text.get(key),
+                vector_part=v_part,
+                text_part=t_part,
+                support=support,
+            )
+        )
+    fused.sort(key=lambda f: (-f.score, f.id))
+    return fused
+
+
+def minor_share(share: float, closeness: float) -> float:
+    """What a keyword match holding ``share`` of the question's keywords counts for, given
+    its calibrated cosine ``closeness``: the share itself, except for a minor part (at most
+    half) of the keywords, which counts again unless the chunk is close in meaning
+    (``share × (share + (1 − share) × min(1, closeness / MATCH_LEVEL))``).
+
+    So a chunk holding "order" of "what coffee do I order", with a cosine at noise level,
+    counts 1/4 instead of 1/2; one at the model's match level counts 1/2 as before.
+    """
+    if share > 0.5 + 1e-9:
+        return share
+    return share * (share + (1.0 - share) * min(1.0, closeness / MATCH_LEVEL))
+
+
+def query_support(v_norm: Mapping[str, float], coverage: Mapping[str, float]) -> float:
+    """How much of the question the memory holds at all, from 0 to 1: the largest share of
+    its keywords one keyword candidate holds (``coverage``), or the closest calibrated
+    cosine over :data:`MATCH_LEVEL`, whichever is larger; 1 when there are no keyword
+    candidates.
+
+    "What coffee do I order" against notes that never mention coffee: the best keyword
+    candidate holds "order" only (1/2) and no chunk is close in meaning, so the support is
+    1/2. It is one factor per query, so it never reorders a query's hits; it only lowers
+    what all of them claim.
+    """
+    if not coverage:
+        return 1.0
+    closest = max(v_norm.values(), default=0.0) / MATCH_LEVEL
+    return min(1.0, max(max(coverage.values()), closest))
+
+
+def minmax(scores: Mapping[str, float]) -> dict[str, float]:
+    """Scores rescaled to [0, 1] over the list; all-equal scores all become 1."""
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    if high == low:
+        return dict.fromkeys(scores, 1.0)
+    return {k: (s - low) / (high - low) for k, s in scores.items()}
+
+
+def max_scaled(scores: Mapping[str, float]) -> dict[str, float]:
+    """Scores divided by the best one (0 stays 0: "no match" is the lower bound)."""
+    if not scores:
+        return {}
+    high = max(scores.values())
+    if high <= 0:
+        return dict.fromkeys(scores, 0.0)
+    return {k: max(0.0, s) / high for k, s in scores.items()}
+
+
+def weighted_fusion(
+    vector: Mapping[str, float],
+    text: Mapping[str, float],
+    *,
+    vector_weight: float = 0.7,
+    text_weight: float = 0.3,
+) -> list[Fused]:
+    """OpenClaw's merge (ref §1.7): ``vw × vector + tw × text`` on the raw side scores."""
+    return _combine(vector, text, vector, text, vector_weight, text_weight)
+
+
+def convex_fusion(
+    vector: Mapping[str, float],
+    text: Mapping[str, float],
+    *,
+    vector_weight: float = 0.7,
+    text_weight: float = 0.3,
+    scale: VectorScale | None = None,
+    coverage: Mapping[str, float] | None = None,
+) -> list[Fused]:
+    """Calibrated cosine and best-scaled keyword scores in a convex combination.
+
+    ``coverage`` (id → share of the query's keywords the chunk holds, see
+    :func:`~memory_router.keyword_coverage`) multiplies the keyword side, so one common
+    word shared with a long question does not count as a full keyword match; and both
+    sides are scaled by the :func:`query_support` it gives, so a question the memory holds
+    only one word of scores low everywhere.
+    """
+    scale = scale or VectorScale()
+    v_norm = {k: scale(s) for k, s in vector.items()}
+    t_norm = max_scaled(text)
+    if coverage is None:
+        return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight)
+    shares = {k: coverage.get(k, 1.0) for k in t_norm}
+    t_norm = {k: s * minor_share(shares[k], v_norm.get(k, 0.0)) for k, s in t_norm.items()}
+    support = query_support(v_norm, shares)
+    return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight, support)
+
+
+def minmax_fusion(
+    vector: Mapping[str, float],
+    text: Mapping[str, float],
+    *,
+    vector_weight: float = 0.7,
+    text_weight: float = 0.3,
+) -> list[Fused]:
+    """Both sides min-max normalised over their own candidates, then combined."""
+    return _combine(vector, text, minmax(vector), minmax(text), vector_weight, text_weight)
+
+
+def _ranks(scores: Mapping[str, float]) -> dict[str, int]:
+    """1-based ranks, best first; equal scores share the best rank of their group."""
+    ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranks: dict[str, int] = {}
+    previous: float | None = None
+    rank = 0
+    for position, (key, score) in enumerate(ordered, start=1):
+        if score != previous:
+            rank, previous = position, score
+        ranks[key] = rank
+    return ranks
+
+
+def rrf_fusion(
+    vector: Mapping[str, float],
+    text: Mapping[str, float],
+    *,
+    vector_weight: float = 0.5,
+    text_weight: float = 0.5,
+    k: int = RRF_K,
+) -> list[Fused]:
+    """Weighted reciprocal rank fusion, scaled so rank 1 on both sides scores 1."""
+    top = (vector_weight + text_weight) / (k + 1)
+    if top <= 0:
+        return _combine(vector, text, {}, {}, 0.0, 0.0)
+    v_norm = {key: (k + 1) / (k + r) for key, r in _ranks(vector).items()}
+    t_norm = {key: (k + 1) / (k + r) for key, r in _ranks(text).items()}
+    total = vector_weight + text_weight
+    return _combine(vector, text, v_norm, t_norm, vector_weight / total, text_weight / total)
+
+
+def _z(scores: Mapping[str, float]) -> dict[str, float]:
+    if not scores:
+        return {}
+    import statistics  # here: it pulls in decimal and fractions, which start-up need not
+
+    values = list(scores.values())
+    mean = statistics.fmean(values)
+    spread = statistics.pstdev(values) if len(values) > 1 else 0.0
+    if spread == 0:
+        return dict.fromkeys(scores, 0.0)
+    return {k: (s - mean) / spread for k, s in scores.items()}
+
+
+def zscore_fusion(
+    vector: Mapping[str, float],
+    text: Mapping[str, float],
+    *,
+    vector_weight: float = 0.7,
+    text_weight: float = 0.3,
+) -> list[Fused]:
+    """Each side's z-scores, weighted and squashed into [0, 1] by the logistic.
+
+    A side that did not find a candidate contributes that side's lowest z minus one.
+    """
+    zv, zt = _z(vector), _z(text)
+    low_v = min(zv.values(), default=0.0) - 1.0
+    low_t = min(zt.values(), default=0.0) - 1.0
+    fused = []
+    for key in {**vector, **text}:
+        v_part = vector_weight * zv.get(key, low_v if zv else 0.0)
+        t_part = text_weight * zt.get(key, low_t if zt else 0.0)
+        score = 1.0 / (1.0 + math.exp(-(v_part + t_part)))
+        # Parts are reported as shares of the squashed score, so they still add up to it.
+        total = abs(v_part) + abs(t_part)
+        v_share = abs(v_part) / total if total else 0.5
+        fused.append(
+            Fused(
+                id=key,
+                score=score,
+                vector=vector.get(key),
+                text=text.get(key),
+                vector_part=score * v_share,
+                text_part=score * (1 - v_share),
+            )
+        )
+    fused.sort(key=lambda f: (-f.score, f.id))
+    return fused
+
+
+def fuse(
+    method: FusionMethod,
+    vector: Mapping[str, float],
+    text: Mapping[str, float],
+    *,
+    vector_weight: float = 0.7,
+    text_weight: float = 0.3,
+    scale: VectorScale | None = None,
+    coverage: Mapping[str, float] | None = None,
+) -> list[Fused]:
+    """Fuse two candidate lists with ``method`` (one of :data:`FUSION_METHODS`).
+
+    ``scale`` (the vector side's calibration) and ``coverage`` are used by ``convex`` only.
+    """
+    vw, tw = vector_weight, text_weight
+    if method == "convex":
+        return convex_fusion(
+            vector, text, vector_weight=vw, text_weight=tw, scale=scale, coverage=coverage
+        )
+    if method == "minmax":
+        return minmax_fusion(vector, text, vector_weight=vw, text_weight=tw)
+    if method == "rrf":
+        return rrf_fusion(vector, text, vector_weight=vw, text_weight=tw)
+    if method == "zscore":
+        return zscore_fusion(vector, text, vector_weight=vw, text_weight=tw)
+    if method == "weighted":
+        return weighted_fusion(vector, text, vector_weight=vw, text_weight=tw)
+    raise ValueError(f"unknown fusion method {method!r}; expected one of {FUSION_METHODS}")

@@ -1,0 +1,57 @@
+"""The workspace checks: the one place that says whether a workspace can be used."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .._config.config import Config
+from .._exceptions import ConfigError
+from .files import split_citation
+
+MEMORY_FILES = "MEMORY.md, memory.md or memory/**/*.md"
+
+
+def check_workspace(config: Config) -> Path:
+    """The workspace folder, or a :class:`ConfigError` when it is missing or unreadable.
+
+    Syncing a workspace that is not there (a typo, an unmounted volume) would look like
+    every memory file was deleted and empty the index; this refuses first.
+    """
+    path = config.workspace_path
+    where = config.file or "<defaults>"
+    fix = (
+        f"fix `workspace` in {where} or pass --workspace PATH"
+        if config.file
+        else "pass --workspace PATH or set `workspace` in the config file"
+    )
+    if not path.exists():
+        raise ConfigError(
+            f"the workspace {path} does not exist; nothing was indexed or removed",
+            path=config.file,
+            key="workspace",
+            hint=f"create it (mkdir -p {path}), mount it, or {fix}",
+        )
+    if not path.is_dir():
+        raise ConfigError(
+            f"the workspace {path} is not a folder", path=config.file, key="workspace", hint=fix
+        )
+    try:
+        os.listdir(path)
+    except OSError as error:
+        raise ConfigError(
+            f"the workspace {path} cannot be read ({error.strerror or error});"
+            " nothing was indexed or removed",
+            path=config.file,
+            key="workspace",
+            hint=f"make it readable (chmod u+rx {path}) or {fix}",
+        ) from error
+    return path
+
+
+def memory_file_exists(config: Config, path: str) -> bool:
+    """Whether ``path`` (as :meth:`Router.get` took it, a citation too) names a file that is
+    there."""
+    bare = str(split_citation(path)[0])
+    target = Path(os.path.normpath(config.workspace_path / bare.strip().replace("\\", "/")))
+    return target.is_file()
