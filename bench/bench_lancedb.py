@@ -216,7 +216,7 @@ def ann(
             for _ in _ann_chunks(5000, texts):
                 pass
         else:
-            backend.import_chunks(_ann_chunks(rows, texts), fingerprint=r.fingerprint())
+            backend.import_chunks(_ann_chunks(rows, texts), fingerprint=r.fingerprint().to_dict())
             marker.write_text("ok\n")
         import_s = time.perf_counter() - started
         tables = backend.store.tables(backend.store.pointer().generation)

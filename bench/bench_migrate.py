@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 from bench_sqlite import write_corpus
 
-from memory_router import Config, ProviderSpec, Router, hookimpl, load_config, testing
+from memory_router import Config, ProviderSpec, Router, hookimpl, load_config, migrate, testing
 from memory_router.testing import HashingEmbedder, router_config
 
 
@@ -94,8 +94,13 @@ def child(config_file: str, source: str, batch: int, target: str) -> None:
         print(label, done, total, flush=True)
 
     with router(config) as r:
-        r.migrate(
-            target, source_path=source, resume=resume, batch_size=batch or None, progress=progress
+        migrate(
+            r,
+            target,
+            source_path=source,
+            resume=resume,
+            batch_size=batch or None,
+            progress=progress,
         )
     print("done", flush=True)
 
@@ -135,7 +140,7 @@ def rows(path: Path) -> dict[str, tuple[str, bytes]]:
 def full_run(base: Path, workspace: Path, source: Path, target: str, batch: int) -> float:
     with router(make_config(base, workspace, f"full-{target}", target)) as r:
         CountingHash.calls.clear()
-        report = r.migrate(target, source_path=source, batch_size=batch or None)
+        report = migrate(r, target, source_path=source, batch_size=batch or None)
         calls = len(CountingHash.calls)
         print(
             f"{target}: {report.mode}, {report.chunks} chunks in {report.duration_ms / 1000:.1f} s,"
@@ -149,7 +154,7 @@ def full_run(base: Path, workspace: Path, source: Path, target: str, batch: int)
             f" {sync.embedded} embedded, {sync.unchanged} files unchanged",
             flush=True,
         )
-        checked = r.migrate(target, source_path=source, verify=20, copy=False).verify
+        checked = migrate(r, target, source_path=source, verify=20, copy=False).verify
         assert checked is not None
         print(
             f"  verify 20 queries: overlap {checked.overlap:.3f}, same top hit"
@@ -165,7 +170,7 @@ def resume_run(
     config = make_config(base, workspace, f"resume-{target}", target)
     at = kill_at(config, source, batch, 0.5, 0.0, target)
     with router(config) as r:
-        report = r.migrate(target, source_path=source, resume=True, batch_size=batch or None)
+        report = migrate(r, target, source_path=source, resume=True, batch_size=batch or None)
     resume_s = report.duration_ms / 1000
     print(
         f"{target}: resume after a kill at {at} chunks: {resume_s:.1f} s ({resume_s / full_s:.0%}"
@@ -186,7 +191,7 @@ def kill_run(base: Path, workspace: Path, source: Path, batch: int, kills: int) 
     pending = (config.agent_state_path / "migrations" / "sqlite.json").exists()
     with router(config) as r:
         if pending:
-            r.migrate("sqlite", source_path=source, resume=True, batch_size=batch or None)
+            migrate(r, "sqlite", source_path=source, resume=True, batch_size=batch or None)
         live = Path(r.backend("sqlite").status(deep=True).details["path"])
     same = rows(live) == rows(source)
     then = "then resume" if pending else "the last run finished before its kill"

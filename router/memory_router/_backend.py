@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._config.settings import parse_settings
-from ._exceptions import ConfigError, Unsupported
+from ._exceptions import Unsupported
 from ._progress_types import Progress, no_progress
 
 if TYPE_CHECKING:  # plugins import this module at start-up: keep it light
@@ -191,39 +190,3 @@ class BackendSpec:
 
     The router refuses any other ``mode`` for the first backend of the chain with
     :class:`InvalidInput` listing these."""
-
-
-def validate_backend_settings(config: Config, specs: Mapping[str, BackendSpec]) -> dict[str, Any]:
-    """Each installed backend's validated ``[backends.<name>]`` settings, by name.
-
-    Raises :class:`ConfigError` for a chain or table naming a backend that is not
-    installed, an empty chain, or a table for a backend that takes no settings.
-    """
-    source = config.file or "<defaults>"
-    chain = config.router.chain
-    unknown = [n for n in (*chain, *config.backends) if n not in specs]
-    if unknown:
-        installed = ", ".join(sorted(specs)) or "none"
-        in_chain = unknown[0] in chain
-        raise ConfigError(
-            f"no backend named {unknown[0]!r} is installed (installed: {installed})",
-            path=source,
-            table="router" if in_chain else "backends",
-            key="chain" if in_chain else unknown[0],
-        )
-    if not chain:
-        raise ConfigError(
-            "the chain needs at least one backend", path=source, table="router", key="chain"
-        )
-    settings: dict[str, Any] = {}
-    for name, spec in specs.items():
-        table = config.backends.get(name)
-        if spec.settings is not None:
-            settings[name] = parse_settings(
-                spec.settings, table, path=source, table=f"backends.{name}"
-            )
-        elif table:
-            raise ConfigError(
-                f"backend {name!r} takes no settings", path=source, table=f"backends.{name}"
-            )
-    return settings

@@ -1,78 +1,57 @@
-"""The :class:`Router`: one search/get interface over a chain of backends."""
+"""The :class:`Router`: one search/get interface over a chain of backends.
+
+A facade: it checks arguments and hands each call to one of the parts it composes —
+the backends and their embedding setup (:mod:`._routing.backends`), the circuit
+breakers and the walk down the chain (:mod:`._routing.chain`), the syncs
+(:mod:`._routing.sync`) and the entries journal (:mod:`._entries.book`).
+"""
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
+import functools
 import os
-import threading
-import time
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pluggy
 
 from . import _plugins
-from ._backend import Backend, BackendContext, BackendSpec, validate_backend_settings
-from ._config.config import Config, apply_overrides, ensure_dir, load_config
-from ._config.settings import unset_secret_error
+from ._backend import Backend, BackendSpec
+from ._config.config import Config, apply_overrides, load_config
 from ._embedding.embedder import Embedder
 from ._embedding.setup import EmbeddingSetup
-from ._entries import book as _entries
-from ._entries.book import EntryBook, ForgetResult, RecallResult, StoreResult
-from ._entries.recall import native_recall
-from ._exceptions import (
-    BackendError,
-    BackendTimeout,
-    BackendUnavailable,
-    ConfigError,
-    InvalidInput,
-    MemoryRouterError,
-    NotFound,
+from ._entries.book import (
+    DEFAULT_RECALL_LIMIT,
+    EntryBook,
+    ForgetResult,
+    RecallResult,
+    StoreResult,
+    valid_category,
 )
-from ._routing.breaker import CircuitBreaker, CircuitOpen, FallbackLog
-from ._routing.calls import (
-    call_with_deadline,
-    check_mode,
-    contained,
-    fail_closed,
-    positive_int,
-    stopping_on,
-    unit_float,
-)
-from ._routing.health import HealthFile, seen_breakers
-from ._routing.indexlock import INDEX_WAIT_S, index_lock
-from ._routing.ledger import SyncLedger
-from ._routing.reconcile import Reconciler
-from ._routing.status import on_disk, workspace_problem
-from ._search import filters as _filters
-from ._search import ranking as _ranking
-from ._search.explain import with_below_min_score
+from ._exceptions import ConfigError, InvalidInput
+from ._routing.backends import Backends
+from ._routing.calls import positive_int
+from ._routing.chain import Breakers, Chain
+from ._routing.indexlock import INDEX_WAIT_S
+from ._routing.status import router_status
+from ._routing.sync import Syncer
 from ._types import (
-    BackendResult,
-    BackendStatus,
+    BreakerState,
     Category,
     Entry,
     Fallback,
-    FallbackKind,
     FileText,
+    IndexFingerprint,
     Progress,
     RouterStatus,
-    SearchRequest,
     SearchResponse,
     Source,
     SyncReport,
     no_progress,
 )
 from ._workspace import files as _files
-from ._workspace import journal as _journal
-from ._workspace.checks import check_workspace
-from ._workspace.snapshot import Snapshot, scrub, take_snapshot
-
-if TYPE_CHECKING:
-    from ._migrate.migration import MigrationReport
+from ._workspace.snapshot import Snapshot, scrub
 
 
 class Router:
@@ -80,7 +59,8 @@ class Router:
 
     Build it with :meth:`from_config`. Backends and the embedding setup are built on first
     use. Thread-safe for concurrent searches. A search never waits on a sidecar's sync,
-    and at most ``router.sync_wait_s`` for a standby's (see :meth:`search`).
+    and at most ``router.sync_wait_s`` for a standby's (see :meth:`search`). Migration is
+    a function of a router: :func:`memory_router.migrate`.
     """
 
     def __init__(
@@ -88,29 +68,17 @@ class Router:
     ) -> None:
         self.config = config
         self.pm = plugin_manager or _plugins.get_plugin_manager()
-        self.backend_specs: dict[str, BackendSpec] = _plugins.backend_specs(self.pm)
-        self._settings = validate_backend_settings(config, self.backend_specs)
-        self._backends: dict[str, Backend] = {}
-        self._breakers = {
-            name: CircuitBreaker(
-                failure_threshold=config.router.breaker.failure_threshold,
-                cooldown_s=config.router.breaker.cooldown_s,
-                name=name,
-            )
-            for name in config.router.chain
-        }
-        self._lock = threading.RLock()
-        self._setup: EmbeddingSetup | None = None
-        self._ledger = SyncLedger(config.sync)
-        self._reconciler = Reconciler(config, self._ledger, self.backend, self._sync_job)
-        self.last_fallback: Fallback | None = None
-        self._fallback_log = FallbackLog()
-        self._health = HealthFile(config.agent_state_path)
-        self._health.restore(self._breakers, config.router.breaker.cooldown_s)
-        self._closed = False
-        self._closing = threading.Event()  # ends running syncs at their next progress report
-        self._book = EntryBook(config, lambda: self.embedder)
-        self._remember_lock = threading.Lock()
+        providers = functools.partial(_plugins.provider_specs, self.pm)
+        self._backends = Backends(config, _plugins.backend_specs(self.pm), providers)
+        self._breakers = Breakers(config)
+        self._syncer = Syncer(config, self._backends, recovered=self._breakers.recovered)
+        self._chain = Chain(config, self._backends, self._breakers, self._syncer)
+        self._book = EntryBook(
+            config,
+            lambda: self._backends.embedder,
+            changed=self._syncer.changed,
+            native=self._chain.recall,
+        )
 
     @classmethod
     def from_config(
@@ -141,71 +109,42 @@ class Router:
 
     # -- construction -----------------------------------------------------------------
 
+    @property
+    def backend_specs(self) -> dict[str, BackendSpec]:
+        """The installed backends, by name."""
+        return self._backends.specs
+
     def embedding_setup(self) -> EmbeddingSetup:
         """The embedding setup, built on the first call (the only step that picks a provider).
 
         Raises :class:`ConfigError` or :class:`EmbeddingError` when the configured
         provider cannot be built.
         """
-        with self._lock:
-            if self._setup is None:
-                self._setup = EmbeddingSetup.build(self.config, _plugins.provider_specs(self.pm))
-            return self._setup
+        return self._backends.embedding_setup()
 
     @property
     def embedder(self) -> Embedder | None:
         """The shared embedder, or ``None`` in keyword-only mode."""
-        return self.embedding_setup().embedder
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise InvalidInput("this router is closed; build a new one", key="router")
+        return self._backends.embedder
 
     def unset_secret(self, name: str) -> ConfigError | None:
         """The error for a secret of ``[backends.<name>]`` whose variable or file is unset."""
-        return unset_secret_error(
-            self._settings.get(name),
-            path=self.config.file or "<defaults>",
-            table=f"backends.{name}",
-        )
+        return self._backends.unset_secret(name)
 
     def backend(self, name: str) -> Backend:
         """The backend called ``name``, built on first use."""
-        self._check_open()
-        with self._lock:
-            if name in self._backends:
-                return self._backends[name]
-            spec = self.backend_specs.get(name)
-            if spec is None:
-                raise NotFound(f"no backend named {name!r}", key=name)
-            unset = self.unset_secret(name)
-            if unset is not None:  # not "no key": a store would try other credentials
-                raise BackendUnavailable(unset.message, backend=name, hint=unset.hint)
-            state_dir = ensure_dir(self.config.agent_state_path / name, key="state_dir")
-            context = BackendContext(
-                name=name,
-                config=self.config,
-                settings=self._settings.get(name),
-                state_dir=state_dir,
-                embedder=self.embedder,
-            )
-            try:
-                with contained(name, "starting"):
-                    backend = spec.factory(context)
-            except BackendError as error:
-                if error.backend == name and not isinstance(error, BackendUnavailable):
-                    raise BackendUnavailable(
-                        f"backend {name!r} failed to start: {error.message}", backend=name
-                    ) from error
-                raise
-            self._backends[name] = backend
-            return backend
+        return self._backends.get(name)
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` was called: every operation but reading files then fails."""
+        return self._backends.closed
 
     # -- sync ---------------------------------------------------------------------------
 
-    def fingerprint(self) -> dict[str, Any]:
-        """The index fingerprint for the current provider (see :func:`fingerprint_for`)."""
-        return self.embedding_setup().fingerprint(self.config)
+    def fingerprint(self) -> IndexFingerprint:
+        """The index fingerprint for the current provider, chunking and memory paths."""
+        return self._backends.fingerprint()
 
     def snapshot(self) -> Snapshot:
         """The workspace's memory files now, with the current fingerprint.
@@ -213,11 +152,7 @@ class Router:
         A missing or unreadable workspace is a :class:`ConfigError`: syncing it would
         look like every file was deleted and empty the index.
         """
-        check_workspace(self.config)
-        setup = self.embedding_setup()
-        return take_snapshot(
-            self.config, fingerprint=setup.fingerprint(self.config), model=setup.model
-        )
+        return self._syncer.snapshot()
 
     def sync(
         self,
@@ -236,86 +171,8 @@ class Router:
         still sync. One process syncs a backend of an agent at a time: another one's sync
         is waited for up to ``wait_s`` seconds, then ``IndexBusy`` is raised.
         """
-        self._check_open()
-        chain = self.config.router.chain
-        explicit = backends is not None
-        names = list(backends) if backends is not None else list(chain)
-        for name in names:  # before any lock or folder is made under the name
-            if name not in self.backend_specs:
-                raise NotFound(
-                    f"no backend named {name!r}",
-                    key=name,
-                    hint=f"use one of: {', '.join(sorted(self.backend_specs))}",
-                )
-        hot = self.config.router.standby == "hot"
-        snapshot = self.snapshot()
-        reports: list[SyncReport] = []
-        for name in names:
-            report = self._sync_one(name, snapshot, force=force, progress=progress, wait_s=wait_s)
-            reports.append(report)
-            if not explicit and not hot and not report.errors:
-                break
-        return reports
-
-    def _sync_one(
-        self, name: str, snapshot: Snapshot, *, force: bool, progress: Progress, wait_s: float
-    ) -> SyncReport:
-        started = time.perf_counter()
-        seen = self._ledger.changes
-        with self._index_lock(name, wait_s=wait_s, progress=progress):  # IndexBusy goes up
-            try:
-                with contained(name, "sync"):
-                    report = self.backend(name).sync(
-                        snapshot,
-                        force=force,
-                        progress=stopping_on(self._closing, progress, backend=name),
-                    )
-            except ConfigError:
-                raise  # a setting to fix, not a backend failure
-            except MemoryRouterError as error:
-                return SyncReport(
-                    backend=name,
-                    errors=(error.message,),
-                    hint=error.hint,
-                    duration_ms=(time.perf_counter() - started) * 1000,
-                )
-        self._ledger.synced(name, seen)
-        if snapshot.warnings:
-            report = dataclasses.replace(
-                report, warnings=(*snapshot.warning_lines(), *report.warnings)
-            )
-        breaker = self._breakers.get(name)  # a backend outside the chain has none
-        if breaker is not None and not report.errors:  # it works again: stop skipping it
-            breaker.success()
-            self._health.record(self.breakers(), self.last_fallback)
-        return report
-
-    def _index_lock(
-        self, name: str, *, wait_s: float, progress: Progress = no_progress
-    ) -> contextlib.AbstractContextManager[None]:
-        """The cross-process lock around syncs of backend ``name`` (see ``_indexlock``)."""
-        return index_lock(
-            self.config.agent_state_path / name,
-            agent=self.config.agent_id,
-            backend=name,
-            wait_s=wait_s,
-            progress=progress,
-        )
-
-    def _sync_job(self, name: str, seen: int) -> SyncReport:
-        """A sync started on the read path (on a thread of its own, see :class:`SyncJobs`).
-
-        When another process is syncing the backend it does not wait: the search answers
-        from the index there is, with a note (``IndexBusy``), and the next one tries again.
-        """
-        with self._index_lock(name, wait_s=0):
-            report = self.backend(name).sync(
-                self.snapshot(), progress=stopping_on(self._closing, no_progress, backend=name)
-            )
-        if report.errors:
-            raise BackendError("; ".join(report.errors), backend=name)
-        self._ledger.synced(name, seen)
-        return report
+        self._backends.check_open()
+        return self._syncer.sync(force=force, backends=backends, progress=progress, wait_s=wait_s)
 
     # -- search -------------------------------------------------------------------------
 
@@ -340,215 +197,19 @@ class Router:
         ``router.sync_wait_s``, and ``notes`` say when the answer may be stale or
         degraded, and why. ``explain`` attaches an :class:`Explain` to every hit and
         returns the candidates left out in ``dropped``. ``sources`` limits the hits to those
-        sources, ``category`` to entries of that category (see :mod:`._filters`).
+        sources, ``category`` to entries of that category (see :mod:`._search.filters`).
         """
-        self._check_open()
-        if not isinstance(query, str):
-            raise InvalidInput("query must be a string", key="query")
-        chosen = _filters.check_sources(sources), _filters.check_category(category)
-        if session_key is not None and not isinstance(session_key, str):
-            raise InvalidInput("session_key must be a string", key="session_key")
-        q = self.config.query
-        limit = (
-            positive_int(max_results, "max_results") if max_results is not None else q.max_results
-        )
-        threshold = unit_float(min_score, "min_score") if min_score is not None else q.min_score
-        check_mode(mode, self.backend_specs.get(self.config.router.chain[0]))
-        # Lone surrogates (from JSON, or undecodable bytes in argv) cannot reach a backend
-        # nor be echoed in the response, which must encode as UTF-8 JSON; NUL cannot either.
-        query = scrub(query)
-        text = query.replace("\x00", " ").strip()
-        started = time.perf_counter()
-        if not text:
-            return self._response(query, (), backend=self.config.router.chain[0], mode="empty")
-        self.embedding_setup()  # configuration errors surface here, not as backend failures
-        new_session = self._ledger.is_new_session(session_key)
-        self._ledger.note_session(session_key)
-        request = SearchRequest(
-            query=text,
-            max_results=limit,
-            min_score=threshold,
-            candidates=q.hybrid.candidates(limit),
+        self._backends.check_open()
+        request = self._chain.request(
+            query,
+            max_results=max_results,
+            min_score=min_score,
             mode=mode,
-            timeout=self.config.router.timeout_s,
-            sources=chosen[0],
-            category=chosen[1],
+            session_key=session_key,
+            sources=sources,
+            category=category,
         )
-        try:
-            return self._answer(
-                query,
-                request,
-                session_key=session_key,
-                started=started,
-                new_session=new_session,
-                explain=explain,
-            )
-        finally:
-            self._health.record(self.breakers(), self.last_fallback)
-
-    def _answer(
-        self,
-        query: str,
-        request: SearchRequest,
-        *,
-        session_key: str | None,
-        started: float,
-        new_session: bool,
-        explain: bool = False,
-    ) -> SearchResponse:
-        """Walk the chain; every way a backend can fail goes through :meth:`_fail`."""
-        attempts: list[Fallback] = []
-        chain = self.config.router.chain
-        for name in chain:
-            try:
-                result, notes = self._attempt(name, request, new_session, last=name == chain[-1])
-            except ConfigError:
-                raise  # the same for every backend: no fallback can fix it
-            except MemoryRouterError as error:
-                attempts.append(self._fail(name, error))
-                if self.config.router.fallback == "none":
-                    raise fail_closed(name, error) from error
-                continue
-            shape_started = time.perf_counter()
-            hits, dropped = _ranking.shape_all(
-                result, request, self.config, session_key=session_key, explain=explain
-            )
-            timings = {
-                "search_ms": (shape_started - started) * 1000,
-                "shape_ms": (time.perf_counter() - shape_started) * 1000,
-            }
-            response = self._response(
-                query,
-                hits,
-                backend=name,
-                mode=result.mode,
-                timings=timings,
-                attempts=tuple(attempts),
-                notes=(*notes, *result.notes),
-                dropped=tuple(dropped),
-            )
-            return with_below_min_score(response, result, request, self.config)
-        reasons = "; ".join(f"{a.from_}: {a.reason}" for a in attempts)
-        raise BackendUnavailable(f"no backend could answer ({reasons})", backend=chain[-1])
-
-    def _attempt(
-        self, name: str, request: SearchRequest, new_session: bool, *, last: bool
-    ) -> tuple[BackendResult, tuple[str, ...]]:
-        """Ask one backend: breaker, reconcile, then a search within the deadline."""
-        breaker = self._breakers[name]
-        if not breaker.allow():
-            last_error = breaker.snapshot().last_error or "failing"
-            raise CircuitOpen(f"circuit open after failures (last: {last_error})", backend=name)
-        notes, scan = self._reconciler.before_search(name, new_session=new_session, last=last)
-        if scan is not None:
-            result = scan.search(request, backend=name)
-        else:
-            backend = self.backend(name)
-            deadline = self.config.router.timeout_s
-
-            def call() -> BackendResult:
-                with contained(name, "search"):
-                    return backend.search(request)
-
-            result = call_with_deadline(name, call, deadline)
-        breaker.success()
-        return _filters.keep(result, request), notes
-
-    def _fail(self, name: str, error: MemoryRouterError) -> Fallback:
-        """The one failure path: count it on the breaker (unless it was open) and record it."""
-        if not isinstance(error, CircuitOpen):
-            severe = isinstance(error, BackendUnavailable | BackendTimeout)
-            self._breakers[name].failure(error.message, severe=severe)
-        kind: FallbackKind = (
-            "circuit_open"
-            if isinstance(error, CircuitOpen)
-            else "timeout"
-            if isinstance(error, BackendTimeout)
-            else "unavailable"
-            if isinstance(error, BackendUnavailable)
-            else "error"
-        )
-        event = Fallback(
-            from_=name, reason=error.message, at=datetime.now(UTC), hint=error.hint, kind=kind
-        )
-        self.last_fallback = event
-        self._fallback_log.note(name, error.message)
-        return event
-
-    def _response(
-        self,
-        query: str,
-        hits: Any,
-        *,
-        backend: str,
-        mode: str,
-        timings: dict[str, float] | None = None,
-        attempts: tuple[Fallback, ...] = (),
-        notes: tuple[str, ...] = (),
-        dropped: tuple[Any, ...] = (),
-    ) -> SearchResponse:
-        setup = self._setup
-        embedder = setup.embedder if setup else None
-        choice = setup.choice if setup else None
-        return SearchResponse(
-            query=query,
-            results=tuple(hits),
-            backend=backend,
-            mode=mode,
-            provider=embedder.provider_id if embedder else None,
-            model=embedder.model if embedder else None,
-            fallback=attempts[0] if attempts else None,
-            attempts=attempts,
-            provider_fallback=(embedder.fallback_event if embedder else None)
-            or (choice.fallback if choice else None),
-            citations=self.config.citations,
-            timings=timings or {},
-            notes=notes,
-            dropped=dropped,
-        )
-
-    # -- migration ----------------------------------------------------------------------
-
-    def migrate(
-        self,
-        target: str | None = None,
-        *,
-        source: str | None = None,
-        source_path: str | os.PathLike[str] | None = None,
-        target_path: str | os.PathLike[str] | None = None,
-        resume: bool = False,
-        verify: int | None = None,
-        queries: Sequence[str] = (),
-        copy: bool = True,
-        batch_size: int | None = None,
-        progress: Progress = no_progress,
-    ) -> MigrationReport:
-        """Copy the index of backend ``source`` (or the index file ``source_path``) into
-        backend ``target`` (or the SQLite index file ``target_path``), reusing vectors
-        when the fingerprints match; built beside the
-        live index and switched over when complete. ``resume`` continues a killed run;
-        ``verify`` runs that many corpus queries (plus ``queries``) on both sides;
-        ``copy = False`` only verifies; ``batch_size`` (chunks per write and checkpoint)
-        defaults to what the target writes best. See :mod:`memory_router._migrate.migration`.
-        """
-        self._check_open()
-        from ._migrate import migration as _migrate  # only `migrate` uses it (and its verification)
-
-        path = os.fspath(source_path) if source_path is not None else None
-        to_path = os.fspath(target_path) if target_path is not None else None
-        return _migrate.migrate(
-            self,
-            target,
-            source=source,
-            source_path=path,
-            target_path=to_path,
-            resume=resume,
-            batch_size=batch_size,
-            verify=verify,
-            queries=queries,
-            copy=copy,
-            progress=progress,
-        )
+        return self._chain.search(request, session_key=session_key, explain=explain)
 
     # -- files and entries ------------------------------------------------------------
 
@@ -558,15 +219,14 @@ class Router:
 
     @property
     def journal_path(self) -> Path:
-        return self.config.workspace_path / self.config.entries.path
+        return self._book.path
 
     def store(self, text: str, *, importance: float = 0.7, category: Category = "other") -> Entry:
         """Journal a new entry in the workspace; it is indexed on the next sync.
 
         Always stores; :meth:`remember` checks for a duplicate first.
         """
-        text = scrub(text) if isinstance(text, str) else text
-        return self._append(_journal.new_entry(text, importance=importance, category=category))
+        return self._book.store(text, importance=importance, category=category)
 
     def remember(
         self,
@@ -579,38 +239,19 @@ class Router:
         """:meth:`store`, unless an entry with similarity ≥ ``entries.duplicate_threshold``
         exists: then nothing is stored and the existing entry is returned as a duplicate.
         ``force`` skips the check."""
-        self._check_open()
-        text = scrub(text) if isinstance(text, str) else text
-        entry = _journal.new_entry(text, importance=importance, category=category)
-        with self._remember_lock:
-            duplicate = None if force else self._book.duplicate(entry.text)
-            if duplicate is not None:
-                return StoreResult(
-                    action="duplicate", entry=duplicate.entry, similarity=duplicate.similarity
-                )
-            return StoreResult(action="created", entry=self._append(entry))
+        self._backends.check_open()
+        return self._book.remember(text, importance=importance, category=category, force=force)
 
     def recall(
         self, query: str, *, category: Category | None = None, limit: int | None = None
     ) -> RecallResult:
         """Entries only (optionally of one ``category``), ranked by similarity to ``query``
         weighted by importance and recency (``[entries.ranking]``)."""
-        self._check_open()
+        self._backends.check_open()
         if not isinstance(query, str):
             raise InvalidInput("query must be a string", key="query")
-        count = positive_int(limit, "limit") if limit is not None else _entries.DEFAULT_RECALL_LIMIT
-        chosen = _entries.valid_category(category)
-        native = native_recall(
-            lambda: self.backend(self.config.router.chain[0]),
-            self._reconciler,
-            self.embedder,
-            self.config,
-            scrub(query),
-            category=chosen,
-            limit=count,
-        )
-        if native is not None:
-            return native
+        count = positive_int(limit, "limit") if limit is not None else DEFAULT_RECALL_LIMIT
+        chosen = valid_category(category)
         return self._book.recall(scrub(query), category=chosen, limit=count)
 
     def forget_entry(
@@ -619,103 +260,37 @@ class Router:
         """Forget by id, or by query: exactly one entry with similarity ≥
         ``entries.forget_threshold`` is removed; otherwise nothing is, and the closest
         entries come back as candidates."""
-        self._check_open()
+        self._backends.check_open()
         if (entry_id is None) == (query is None):
             raise InvalidInput("give either an entry id or a query", key="id")
-        if entry_id is not None:
-            return ForgetResult(action="deleted", deleted=self.forget(entry_id))
-        target, candidates = self._book.forget_target(scrub(query or ""))
-        if target is None:
-            return ForgetResult(action="candidates", candidates=candidates)
-        return ForgetResult(action="deleted", deleted=self.forget(target.entry.id))
-
-    def _append(self, entry: Entry) -> Entry:
-        try:
-            _journal.append_entry(self.journal_path, entry)
-        except OSError as error:
-            raise MemoryRouterError(
-                f"cannot write the entries journal {self.journal_path}: {error.strerror or error}",
-                hint="check that the workspace exists and is writable",
-            ) from error
-        self._ledger.changed()
-        return entry
+        return self._book.forget_entry(entry_id=entry_id, query=query)
 
     def forget(self, entry_id: str) -> Entry:
         """Remove an entry from the journal by id; raises :class:`NotFound` if absent."""
-        try:
-            entry = _journal.remove_entry(self.journal_path, entry_id)
-        except OSError as error:
-            raise MemoryRouterError(
-                f"cannot rewrite the entries journal {self.journal_path}: {error.strerror or error}"
-            ) from error
-        self._ledger.changed()
-        return entry
+        return self._book.forget(entry_id)
 
     def entries(self) -> list[Entry]:
         """Every journaled entry, in file order."""
-        return _journal.read_journal(self.journal_path)
+        return self._book.entries()
 
     # -- status -------------------------------------------------------------------------
 
     def status(self, *, deep: bool = False) -> RouterStatus:
         """Backends, breakers, the embedding provider and source counts; ``deep`` probes."""
-        statuses = []
-        for name in self.config.router.chain:
-            try:
-                with contained(name, "status"):
-                    statuses.append(self.backend(name).status(deep=deep))
-            except MemoryRouterError as error:
-                statuses.append(BackendStatus(name=name, available=False, error=error.message))
-        breakers, last, seen_at = seen_breakers(
-            self._health, self.breakers(), self.last_fallback, self.config.router.breaker.cooldown_s
-        )
-        sources, file_warnings = on_disk(self.config)
-        workspace_error, workspace_hint = workspace_problem(self.config)
-        return RouterStatus(
-            agent_id=self.config.agent_id,
-            workspace=str(self.config.workspace_path),
-            chain=self.config.router.chain,
-            fallback_policy=self.config.router.fallback,
-            backends=tuple(statuses),
-            breakers=breakers,
-            last_fallback=last,
-            embedding=self._embedding_status(deep=deep),
-            sources=sources,
-            can_answer=any(s.available for s in statuses),
-            breakers_seen_at=seen_at,
-            workspace_error=workspace_error,
-            workspace_hint=workspace_hint,
-            file_warnings=file_warnings,
-        )
+        return router_status(self.config, self._backends, self._breakers, deep=deep)
 
-    def breakers(self) -> dict[str, Any]:
+    def breakers(self) -> dict[str, BreakerState]:
         """Each backend's circuit breaker state now (what ``status`` reports)."""
-        return {n: b.snapshot() for n, b in self._breakers.items()}
+        return self._breakers.states()
 
-    def _embedding_status(self, *, deep: bool) -> dict[str, Any]:
-        try:
-            setup = self.embedding_setup()
-        except MemoryRouterError as error:
-            return {
-                "available": False,
-                "requested": self.config.embedding.provider,
-                "error": error.message,
-            }
-        return setup.status(deep=deep)
+    @property
+    def last_fallback(self) -> Fallback | None:
+        """The last time a search fell back from a backend in this process, and why."""
+        return self._breakers.last_fallback
 
     def close(self) -> None:
         """Close backends (killing their children), the embedder and the cache. Idempotent."""
-        if self._closed:
+        if not self._backends.close():  # backends first: their running syncs fail fast
             return
-        self._closed = True
-        self._closing.set()
-        for name, backend in list(self._backends.items()):
-            try:
-                with contained(name, "close"):
-                    backend.close()
-            except MemoryRouterError:
-                pass  # closing the others matters more than this backend's complaint
-        self._backends.clear()
-        self._reconciler.close()
-        if self._setup is not None:
-            self._setup.close()
+        self._syncer.close()  # those syncs get a moment to end; the Markdown scans close
+        self._backends.close_embedding()  # last: a sync still running may embed

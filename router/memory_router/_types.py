@@ -22,6 +22,8 @@ CATEGORIES: tuple[Category, ...] = ("preference", "fact", "decision", "entity", 
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, _ToDict):  # a value may shape its own JSON (EmbeddingStatus)
+        return value.to_dict()
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, enum.Enum):
@@ -42,9 +44,10 @@ class _ToDict:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (datetimes as ISO 8601; a trailing ``_`` dropped from names)."""
-        result = _plain(self)
-        assert isinstance(result, dict)
-        return result
+        return {
+            f.name.rstrip("_"): _plain(getattr(self, f.name))
+            for f in dataclasses.fields(self)  # type: ignore[arg-type]
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -343,6 +346,94 @@ class BreakerState(_ToDict):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EmbeddingStatus(_ToDict):
+    """The embedding setup as :meth:`Router.status` reports it.
+
+    ``available`` is False when the configured provider cannot be built (``error`` says
+    why; the other fields are then unset). Otherwise ``provider`` and ``model`` are
+    ``None`` in keyword-only mode (``mode``), ``unavailable_reason`` says why the requested
+    provider is not the one in use, ``fallback`` when the router switched provider, and
+    ``cache_entries`` counts the embedding cache (``None`` without one). A deep status
+    probes the provider: ``probe`` is ``"ok"`` (with ``dims`` and ``latency_ms``) or
+    ``"failed"`` (with ``error``).
+    """
+
+    requested: str
+    available: bool = True
+    provider: str | None = None
+    model: str | None = None
+    mode: Literal["hybrid", "keyword-only"] = "keyword-only"
+    unavailable_reason: str | None = None
+    fallback: Fallback | None = None
+    cache_entries: int | None = None
+    probe: Literal["ok", "failed"] | None = None
+    dims: int | None = None
+    latency_ms: float | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``status --json``: only the keys that apply."""
+        if not self.available:
+            return {"available": False, "requested": self.requested, "error": self.error}
+        info: dict[str, Any] = {
+            "requested": self.requested,
+            "provider": self.provider,
+            "model": self.model,
+            "mode": self.mode,
+            "unavailable_reason": self.unavailable_reason,
+            "fallback": self.fallback.to_dict() if self.fallback else None,
+            "cache_entries": self.cache_entries,
+        }
+        if self.probe == "ok":
+            info.update(probe="ok", dims=self.dims, latency_ms=self.latency_ms)
+        elif self.probe == "failed":
+            info.update(probe="failed", error=self.error)
+        return info
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexFingerprint(_ToDict):
+    """What an index was built for; a backend whose stored fingerprint differs rebuilds.
+
+    The embedding space (``provider``, ``model``, ``provider_key``, ``vector_dims``), the
+    chunking (``chunk_tokens``, ``chunk_overlap``, ``chunk_structure``, ``chunker``
+    version), what is indexed (``sources``, ``scope_hash`` of the paths) and, when
+    transcripts are indexed, the ``redaction`` version. Backends store :meth:`to_dict`,
+    the camelCase JSON shape (``Snapshot.fingerprint``, ``Backend.index_fingerprint()``).
+    """
+
+    provider: str
+    model: str
+    provider_key: str
+    vector_dims: int | None
+    chunk_tokens: int
+    chunk_overlap: int
+    chunk_structure: str
+    sources: tuple[str, ...]
+    scope_hash: str
+    chunker: int
+    redaction: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored shape: camelCase keys, ``redaction`` only when transcripts are indexed."""
+        stored: dict[str, Any] = {
+            "provider": self.provider,
+            "model": self.model,
+            "providerKey": self.provider_key,
+            "vectorDims": self.vector_dims,
+            "chunkTokens": self.chunk_tokens,
+            "chunkOverlap": self.chunk_overlap,
+            "chunkStructure": self.chunk_structure,
+            "sources": list(self.sources),
+            "scopeHash": self.scope_hash,
+            "chunker": self.chunker,
+        }
+        if self.redaction is not None:
+            stored["redaction"] = self.redaction
+        return stored
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RouterStatus(_ToDict):
     """Everything :meth:`Router.status` knows: config summary, backends, breakers, fallbacks.
 
@@ -361,7 +452,7 @@ class RouterStatus(_ToDict):
     backends: tuple[BackendStatus, ...]
     breakers: Mapping[str, BreakerState]
     last_fallback: Fallback | None
-    embedding: Mapping[str, Any]
+    embedding: EmbeddingStatus
     sources: Mapping[str, int]
     can_answer: bool = True
     breakers_seen_at: datetime | None = None

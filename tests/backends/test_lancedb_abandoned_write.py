@@ -28,6 +28,7 @@ from memory_router import (
     ProviderSpec,
     Router,
     hookimpl,
+    migrate,
     testing,
 )
 from memory_router.testing import HashingEmbedder
@@ -162,7 +163,7 @@ def test_a_migration_waits_for_a_write_given_up_on_and_stages_nothing(
 
         # The sync's thread still waits to write: the migration does not race it.
         with pytest.raises(BackendUnavailable) as refused:
-            router.migrate("lancedb", source="sqlite")
+            migrate(router, "lancedb", source="sqlite")
         assert STILL_RUNNING in refused.value.message
         assert "waited 4 s" in refused.value.message  # one call's deadline, no more
         assert "retry in a moment" in (refused.value.hint or "")
@@ -177,6 +178,6 @@ def test_a_migration_waits_for_a_write_given_up_on_and_stages_nothing(
         assert not synced.errors
         with pytest.raises(NotFound):  # the refused migration staged nothing
             lance.stage(fingerprint={}, resume=True)
-        report = router.migrate("lancedb", source="sqlite")
+        report = migrate(router, "lancedb", source="sqlite")
         assert (report.mode, report.written) == ("reuse", 1)
         assert [c.id for c in lance.export_chunks()] == live  # sqlite's copy went live

@@ -28,6 +28,7 @@ from memory_router import (
     Router,
     get_plugin_manager,
     hookimpl,
+    migrate,
     testing,
 )
 from memory_router.cli import build_cli
@@ -227,7 +228,7 @@ def test_a_folder_that_cannot_be_written_is_named_with_a_hint(tmp_path: Path) ->
     with router_for(tmp_path, {"uri": "/sys/kernel"}, chain=("sqlite",)) as router:
         router.sync()
         with pytest.raises(BackendUnavailable) as caught:
-            router.migrate("lancedb", source="sqlite")
+            migrate(router, "lancedb", source="sqlite")
         assert caught.value.message == (
             "lancedb migrate failed at /sys/kernel: its folder cannot be written"
             " (a read-only file system, or no permission)"

@@ -14,9 +14,10 @@ from memory_router import (
     Router,
     SearchRequest,
     SyncReport,
-    _doctor,
+    migrate,
     testing,
 )
+from memory_router._ops import doctor as _doctor
 from migrate_support import CountingEmbedder, corpus, lance_router
 
 KILN = "# Kiln\n\nThe kiln reached 1240 degrees on the third firing.\n"
@@ -31,7 +32,7 @@ def test_sqlite_to_lancedb_and_back_reuses_every_vector(tmp_path: Path) -> None:
     with lance_router(tmp_path, workspace) as router:
         router.sync()
         CountingEmbedder.calls.clear()
-        report = router.migrate("lancedb", source="sqlite", batch_size=7)
+        report = migrate(router, "lancedb", source="sqlite", batch_size=7)
         assert (report.mode, report.written, report.embedded) == ("reuse", 30, 0)
         lance = router.backend("lancedb")
         exported = list(lance.export_chunks())
@@ -48,7 +49,7 @@ def test_sqlite_to_lancedb_and_back_reuses_every_vector(tmp_path: Path) -> None:
         (sync,) = router.sync(backends=["lancedb"])
         assert sync.embedded == 0
         assert CountingEmbedder.calls == []
-        back = router.migrate("sqlite", source="lancedb")
+        back = migrate(router, "sqlite", source="lancedb")
         assert (back.mode, back.written, back.embedded) == ("reuse", 30, 0)
 
 
@@ -86,7 +87,7 @@ def test_a_rebuild_between_migration_batches_keeps_the_copy(tmp_path: Path) -> N
                 (workspace / "memory" / "kiln.md").write_text(KILN, encoding="utf-8")
                 rebuilt.extend(router.sync(backends=["lancedb"], force=True))
 
-        report = router.migrate("lancedb", source="sqlite", batch_size=4, progress=rebuild_midway)
+        report = migrate(router, "lancedb", source="sqlite", batch_size=4, progress=rebuild_midway)
         assert rebuilt[0].full_rebuild
         assert not rebuilt[0].errors
         assert (report.mode, report.written) == ("reuse", 12)
@@ -115,7 +116,7 @@ def interrupt(router: Router, target: str, source: str) -> None:
     """Both backends built, then a migration stopped after its first batch of two."""
     router.sync(backends=["sqlite", "lancedb"])
     with pytest.raises(Stop):
-        router.migrate(target, source=source, batch_size=2, progress=stop_after_first_batch)
+        migrate(router, target, source=source, batch_size=2, progress=stop_after_first_batch)
 
 
 def test_a_copy_gone_since_the_interruption_is_explained_and_reset_forgets_it(
@@ -127,7 +128,7 @@ def test_a_copy_gone_since_the_interruption_is_explained_and_reset_forgets_it(
     moved = str(tmp_path / "lance-moved")  # [backends.lancedb] uri changed meanwhile
     with lance_router(tmp_path, workspace, uri=moved) as router:
         with pytest.raises(NotFound) as gone:
-            router.migrate("lancedb", source="sqlite", resume=True)
+            migrate(router, "lancedb", source="sqlite", resume=True)
         assert gone.value.message.endswith(
             "the interrupted migration's copy (2 of 6 chunks written) is gone"
         )
@@ -138,8 +139,8 @@ def test_a_copy_gone_since_the_interruption_is_explained_and_reset_forgets_it(
         assert any(path.endswith("migrations/lancedb.json") for path in removed)
         assert "migration into lancedb" not in [c.name for c in _doctor.checks(router)]
         with pytest.raises(NotFound, match="no interrupted migration into 'lancedb'"):
-            router.migrate("lancedb", source="sqlite", resume=True)
-        assert router.migrate("lancedb", source="sqlite").written == 6
+            migrate(router, "lancedb", source="sqlite", resume=True)
+        assert migrate(router, "lancedb", source="sqlite").written == 6
 
 
 def test_resetting_sqlite_removes_a_migration_copy_and_its_checkpoint(tmp_path: Path) -> None:
@@ -175,7 +176,7 @@ def test_syncs_on_another_thread_and_a_migration_both_land(tmp_path: Path) -> No
         thread = threading.Thread(target=syncs)
         thread.start()
         try:
-            report = router.migrate("lancedb", source="sqlite", batch_size=4, progress=started)
+            report = migrate(router, "lancedb", source="sqlite", batch_size=4, progress=started)
         finally:
             done.set()
             thread.join(120)
@@ -201,11 +202,11 @@ def test_a_second_migration_into_the_same_target_is_refused(tmp_path: Path) -> N
                 return
             with lance_router(tmp_path, workspace) as second:
                 with pytest.raises(MemoryRouterError) as busy:
-                    second.migrate("lancedb", source="sqlite")
+                    migrate(second, "lancedb", source="sqlite")
                 refused.append(busy.value)
                 doctor.extend(_doctor.lines(_doctor.checks(second)))
 
-        report = first.migrate("lancedb", source="sqlite", batch_size=2, progress=second_midway)
+        report = migrate(first, "lancedb", source="sqlite", batch_size=2, progress=second_midway)
         assert report.written == 6
         assert ids(first, "lancedb") == sorted(ids(first, "sqlite"))
     assert refused[0].message == f"process {os.getpid()} is already migrating into 'lancedb'"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import Progress, testing
+from memory_router import Progress, migrate, testing
 from migrate_support import CountingEmbedder, corpus, lance_router
 
 
@@ -28,9 +28,9 @@ def test_sqlite_to_lancedb_is_verified_and_resumes_after_an_interruption(tmp_pat
         router.sync()
         CountingEmbedder.calls.clear()
         with pytest.raises(Interrupt):
-            router.migrate("lancedb", source="sqlite", batch_size=8, progress=stop_at(16))
+            migrate(router, "lancedb", source="sqlite", batch_size=8, progress=stop_at(16))
         assert router.backend("lancedb").status().chunks == 0  # nothing live yet
-        report = router.migrate("lancedb", source="sqlite", batch_size=8, resume=True, verify=12)
+        report = migrate(router, "lancedb", source="sqlite", batch_size=8, resume=True, verify=12)
         assert (report.mode, report.skipped, report.written, report.embedded) == (
             "reuse",
             16,

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from memory_router import testing
+from memory_router import migrate, testing
 from migrate_support import (
     CountingEmbedder,
     build_index,
@@ -50,7 +50,7 @@ def test_first_index_after_a_migration_to_lancedb_touches_nothing(tmp_path: Path
     workspace = testing.write_workspace(tmp_path / "workspace", corpus(30))
     with lance_router(tmp_path, workspace) as router:
         router.sync()
-        report = router.migrate("lancedb", source="sqlite", batch_size=7)
+        report = migrate(router, "lancedb", source="sqlite", batch_size=7)
         assert (report.mode, report.written) == ("reuse", 30)
         before = lance_chunk_rows(tmp_path / "lance")
         assert len(before) == 1
@@ -71,7 +71,7 @@ def test_first_index_after_a_migration_to_sqlite_touches_nothing(tmp_path: Path)
     workspace = testing.write_workspace(tmp_path / "workspace", corpus(30))
     source = build_index(config_for(tmp_path, workspace, "old"), tmp_path / "old.sqlite")
     with make_router(config_for(tmp_path, workspace, "new")) as router:
-        router.migrate("sqlite", source_path=source, batch_size=7)
+        migrate(router, "sqlite", source_path=source, batch_size=7)
         before = sqlite_chunk_rows(live_path(router))
         CountingEmbedder.calls.clear()
         (sync,) = router.sync()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import MemoryRouterError
+from memory_router import MemoryRouterError, migrate
 from memory_router_qmd import QmdSettings
 from memory_router_qmd._locate import locate
 from qmd_fakes.helpers import make_router
@@ -32,7 +32,7 @@ def test_sqlite_to_qmd_re_indexes_the_markdown_and_verifies(
     workspace = write_workspace(NOTES)
     with make_router(tmp_path, workspace, update_on_boot=False) as router:
         router.sync(backends=["sqlite"])
-        report = router.migrate("qmd", source="sqlite", verify=3, queries=["Lisbon conference"])
+        report = migrate(router, "qmd", source="sqlite", verify=3, queries=["Lisbon conference"])
         assert report.mode == "rebuild"
         assert "'qmd' builds its own index from the Markdown" in report.reason
         assert report.embedded == 0

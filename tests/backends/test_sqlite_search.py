@@ -194,7 +194,9 @@ def test_export_and_import_round_trip(build: Any, tmp_path: Path) -> None:
     assert len(chunks) == 4
     assert all(c.embedding is not None and len(c.embedding) == 384 for c in chunks)
     target = build({}, embedding="hash", sub="dst")
-    written = target.backend("sqlite").import_chunks(chunks, fingerprint=source.fingerprint())
+    written = target.backend("sqlite").import_chunks(
+        chunks, fingerprint=source.fingerprint().to_dict()
+    )
     assert written == 4
     a, b = raw(source, "staging database"), raw(target, "staging database")
     assert [h.chunk_id for h in a.hits] == [h.chunk_id for h in b.hits]
@@ -210,7 +212,7 @@ def test_chunks_of_another_model_are_never_returned(build: Any) -> None:
         dataclasses.replace(c, id=f"other-{c.id}", model="other-model")
         for c in backend.export_chunks()
     ]
-    assert backend.import_chunks(foreign, fingerprint=router.fingerprint()) == 4
+    assert backend.import_chunks(foreign, fingerprint=router.fingerprint().to_dict()) == 4
     assert len(list(backend.export_chunks())) == 8
     for query in ("staging database", "coffee"):
         hits = raw(router, query).hits

@@ -167,7 +167,9 @@ def test_a_repeated_chunk_id_is_written_once(tmp_path: Path, workspace: Path) ->
         backend = router.backend("sqlite")
         chunk = next(iter(backend.export_chunks()))
         again = dataclasses.replace(chunk, id="dup", path="memory/dup.md")
-        assert backend.import_chunks([again, again], fingerprint=router.fingerprint()) == 2
+        assert (
+            backend.import_chunks([again, again], fingerprint=router.fingerprint().to_dict()) == 2
+        )
         rows = [c for c in backend.export_chunks() if c.id == "dup"]
         assert len(rows) == 1
         assert rows[0].embedding == chunk.embedding

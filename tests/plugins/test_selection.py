@@ -54,7 +54,7 @@ def test_auto_picks_minilm_when_installed(
     write_workspace(NOTES)
     with router_for(write_config, "") as router:
         status = router.status(deep=True).embedding
-    assert (status["provider"], status["mode"], status["probe"], status["dims"]) == (
+    assert (status.provider, status.mode, status.probe, status.dims) == (
         "minilm",
         "hybrid",
         "ok",
@@ -75,7 +75,7 @@ def test_auto_prefers_an_existing_local_gguf(
         assert router.fingerprint() == before  # dims known up front: no rebuild later
         assert before["vectorDims"] == 384
         status = router.status(deep=True).embedding
-    assert (response.provider, status["dims"]) == ("local", 384)
+    assert (response.provider, status.dims) == ("local", 384)
     assert response.results[0].path == "memory/preferences.md"
 
 
@@ -105,8 +105,9 @@ def test_explicit_provider_failing_falls_back_and_is_recorded(
     assert response.provider_fallback is not None
     assert response.provider_fallback.from_ == "openai"
     assert "OPENAI_API_KEY" in response.provider_fallback.reason
-    assert status["fallback"]["from"] == "openai"
-    assert "OPENAI_API_KEY" in status["fallback"]["reason"]
+    assert status.fallback is not None
+    assert status.fallback.from_ == "openai"
+    assert "OPENAI_API_KEY" in status.fallback.reason
     assert response.results[0].path == "memory/preferences.md"
 
 
@@ -116,8 +117,9 @@ def test_explicit_provider_without_fallback_fails_with_the_reason(
     write_workspace(NOTES)
     with router_for(write_config, '[embedding]\nprovider = "voyage"\n') as router:
         status = router.status().embedding
-    assert status["available"] is False
-    assert "VOYAGE_API_KEY" in status["error"]
+    assert status.available is False
+    assert status.error is not None
+    assert "VOYAGE_API_KEY" in status.error
 
 
 def test_run_time_failure_switches_to_the_fallback(
@@ -154,6 +156,7 @@ def test_run_time_failure_switches_to_the_fallback(
     assert second.provider_fallback is not None
     assert second.provider_fallback.from_ == "openai"
     assert "500" in second.provider_fallback.reason
-    assert status["provider"] == "minilm"
-    assert status["fallback"]["from"] == "openai"
+    assert status.provider == "minilm"
+    assert status.fallback is not None
+    assert status.fallback.from_ == "openai"
     assert server.count("/v1/embeddings") == indexed + 1  # one failed query: no retries

@@ -201,7 +201,7 @@ def test_a_corrupt_embedding_cache_is_moved_aside(
     cache.write_bytes(b"this is not a database" * 100)
     router = make(embedding="hash")
     assert router.search("green tea", min_score=0).results[0].path == "MEMORY.md"
-    assert router.status().embedding["mode"] == "hybrid"
+    assert router.status().embedding.mode == "hybrid"
     assert list(cache.parent.glob("embedding-cache.sqlite.corrupt-*"))
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import InvalidInput, NotFound, Progress, Router, SearchRequest
+from memory_router import InvalidInput, NotFound, Progress, Router, SearchRequest, migrate
 from memory_router._migrate.verify import query_of
 from memory_router.testing import write_workspace
 from migrate_support import (
@@ -43,7 +43,7 @@ def router(tmp_path: Path, workspace: Path) -> Router:
 def test_matching_fingerprints_copy_vectors_with_zero_provider_calls(
     router: Router, source: Path
 ) -> None:
-    report = router.migrate("sqlite", source_path=source, batch_size=7)
+    report = migrate(router, "sqlite", source_path=source, batch_size=7)
     assert (report.mode, report.embedded, report.written) == ("reuse", 0, 40)
     assert CountingEmbedder.calls == []
     assert rows(live_path(router)) == rows(source)  # same ids, texts and vector bytes
@@ -60,7 +60,7 @@ def test_a_changed_embedding_space_re_embeds_through_the_cache(
     source = build_index(config_for(tmp_path, workspace, "old", "hash"), tmp_path / "old.sqlite")
     with make_router(config_for(tmp_path, workspace, "new")) as router:
         CountingEmbedder.calls.clear()
-        report = router.migrate("sqlite", source_path=source, batch_size=16)
+        report = migrate(router, "sqlite", source_path=source, batch_size=16)
         assert report.mode == "re-embed"
         assert "hash/hash-384 -> counting/count-384" in report.reason
         assert (report.embedded, sum(CountingEmbedder.calls)) == (40, 40)
@@ -68,7 +68,7 @@ def test_a_changed_embedding_space_re_embeds_through_the_cache(
         assert len(copied) == 40
         assert set(copied).isdisjoint(rows(source))  # a new model means new chunk ids
         # Again: every text is in the shared cache now, so nothing reaches the provider.
-        again = router.migrate("sqlite", source_path=source)
+        again = migrate(router, "sqlite", source_path=source)
         assert (again.embedded, again.cache_hits) == (0, 40)
         assert sum(CountingEmbedder.calls) == 40
 
@@ -78,7 +78,7 @@ def test_changed_chunking_rebuilds_from_the_markdown_with_the_source_vectors(
 ) -> None:
     config = config_for(tmp_path, workspace, "new", chunking={"tokens": 30, "overlap": 5})
     with make_router(config) as router:
-        report = router.migrate("sqlite", source_path=source)
+        report = migrate(router, "sqlite", source_path=source)
         assert report.mode == "rebuild"
         assert "chunkTokens" in report.reason
         assert report.seeded == 40  # the old vectors went to the embedding cache
@@ -103,7 +103,7 @@ def test_the_live_index_answers_as_before_until_the_switch(
                 ).hits
                 assert [h.snippet for h in hits] == ["Only the old index knows kiwis."]
 
-        router.migrate("sqlite", source_path=source, batch_size=5, progress=probe)
+        migrate(router, "sqlite", source_path=source, batch_size=5, progress=probe)
         assert set(seen) == {1}
         assert len(seen) == 7
         assert live.status().chunks == 40
@@ -112,7 +112,7 @@ def test_the_live_index_answers_as_before_until_the_switch(
 def test_verify_is_one_on_identical_indexes_and_less_on_a_damaged_target(
     router: Router, source: Path
 ) -> None:
-    report = router.migrate("sqlite", source_path=source, verify=15)
+    report = migrate(router, "sqlite", source_path=source, verify=15)
     assert report.verify is not None
     assert (report.verify.overlap, report.verify.top_hit_share) == (1.0, 1.0)
     assert (report.verify.queries, report.verify.worst) == (15, ())
@@ -123,8 +123,8 @@ def test_verify_is_one_on_identical_indexes_and_less_on_a_damaged_target(
         c.__class__(**{**c.to_dict(), "entry": None, "embedding": chunks[i - 1].embedding})
         for i, c in enumerate(chunks)
     ]
-    target.import_chunks(shifted, fingerprint=router.fingerprint())
-    damaged = router.migrate("sqlite", source_path=source, verify=15, copy=False)
+    target.import_chunks(shifted, fingerprint=router.fingerprint().to_dict())
+    damaged = migrate(router, "sqlite", source_path=source, verify=15, copy=False)
     assert damaged.verify is not None
     assert damaged.verify.overlap < 1.0
     assert damaged.verify.top_hit_share < 1.0
@@ -133,17 +133,17 @@ def test_verify_is_one_on_identical_indexes_and_less_on_a_damaged_target(
 
 def test_resume_without_an_interrupted_migration_says_so(router: Router, source: Path) -> None:
     with pytest.raises(NotFound, match="no interrupted migration"):
-        router.migrate("sqlite", source_path=source, resume=True)
+        migrate(router, "sqlite", source_path=source, resume=True)
 
 
 def test_bad_sources_are_clear_errors(router: Router, tmp_path: Path) -> None:
     with pytest.raises(NotFound, match="no index file"):
-        router.migrate("sqlite", source_path=tmp_path / "missing.sqlite")
+        migrate(router, "sqlite", source_path=tmp_path / "missing.sqlite")
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(InvalidInput, match="not a readable SQLite index"):
-        router.migrate("sqlite", source_path=tmp_path / "notes.txt")
+        migrate(router, "sqlite", source_path=tmp_path / "notes.txt")
     with pytest.raises(InvalidInput, match="same backend"):
-        router.migrate("sqlite", source="sqlite")
+        migrate(router, "sqlite", source="sqlite")
 
 
 class Interrupt(Exception):
@@ -162,25 +162,25 @@ def test_a_resumed_migration_refuses_a_source_that_changed_meanwhile(
     router: Router, source: Path
 ) -> None:
     with pytest.raises(Interrupt):
-        router.migrate("sqlite", source_path=source, batch_size=5, progress=stop_after(3))
+        migrate(router, "sqlite", source_path=source, batch_size=5, progress=stop_after(3))
     with sqlite3.connect(source) as db:
         first = db.execute("SELECT id FROM chunks ORDER BY id LIMIT 1").fetchone()[0]
         db.execute("DELETE FROM chunks WHERE id = ?", (first,))
     db.close()
     with pytest.raises(InvalidInput, match="the source changed since") as caught:
-        router.migrate("sqlite", source_path=source, resume=True)
+        migrate(router, "sqlite", source_path=source, resume=True)
     assert caught.value.hint == "run without --resume to start clean"
     # Starting clean discards the interrupted copy and gives the source's chunks exactly.
-    report = router.migrate("sqlite", source_path=source, batch_size=5)
+    report = migrate(router, "sqlite", source_path=source, batch_size=5)
     assert (report.resumed, report.written) == (False, 39)
     assert rows(live_path(router)) == rows(source)
 
 
 def test_an_interrupted_migration_resumes_where_it_stopped(router: Router, source: Path) -> None:
     with pytest.raises(Interrupt):
-        router.migrate("sqlite", source_path=source, batch_size=5, progress=stop_after(4))
+        migrate(router, "sqlite", source_path=source, batch_size=5, progress=stop_after(4))
     assert router.backend("sqlite").status().chunks == 0  # nothing visible before the switch
-    report = router.migrate("sqlite", source_path=source, batch_size=5, resume=True)
+    report = migrate(router, "sqlite", source_path=source, batch_size=5, resume=True)
     assert (report.resumed, report.skipped, report.written) == (True, 20, 20)
     assert rows(live_path(router)) == rows(source)
 

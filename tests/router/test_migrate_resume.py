@@ -21,7 +21,7 @@ from migrate_support import build_index, config_for, corpus, rows
 CHILD = """
 import sys
 import time
-from memory_router import Router, load_config, testing
+from memory_router import Router, load_config, testing, migrate
 from memory_router._migrate.checkpoint import checkpoint_path
 
 config = load_config(sys.argv[1], environ={})
@@ -31,7 +31,7 @@ def progress(*, done, total, label):
     print(label, done, flush=True)
 
 with Router.from_config(config, plugins=[testing]) as router:
-    report = router.migrate("sqlite", source_path=sys.argv[2], resume=resume, batch_size=3,
+    report = migrate(router, "sqlite", source_path=sys.argv[2], resume=resume, batch_size=3,
                             progress=progress)
 print("done", report.resumed, report.skipped, report.written, flush=True)
 """

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import InvalidInput, Progress, Router
+from memory_router import InvalidInput, Progress, Router, migrate
 from memory_router.testing import write_workspace
 from migrate_support import CountingEmbedder, config_for, corpus, live_path, make_router, rows
 
@@ -36,7 +36,7 @@ def test_an_index_file_target_gets_every_vector_and_reads_back(
     router: Router, tmp_path: Path
 ) -> None:
     backup = tmp_path / "backup" / "memory.sqlite"
-    report = router.migrate(source="sqlite", target_path=backup, batch_size=4)
+    report = migrate(router, source="sqlite", target_path=backup, batch_size=4)
     assert (report.mode, report.written, report.embedded) == ("reuse", 25, 0)
     assert report.target == f"file:{backup.resolve()}"
     assert CountingEmbedder.calls == []
@@ -44,7 +44,7 @@ def test_an_index_file_target_gets_every_vector_and_reads_back(
     # Symmetric with --from-path: the file migrates into another index as it is.
     workspace = Path(router.config.workspace)
     with make_router(config_for(tmp_path, workspace, "other")) as other:
-        back = other.migrate("sqlite", source_path=backup)
+        back = migrate(other, "sqlite", source_path=backup)
         assert (back.mode, back.embedded) == ("reuse", 0)
         assert rows(live_path(other)) == rows(backup)
     assert CountingEmbedder.calls == []
@@ -53,18 +53,18 @@ def test_an_index_file_target_gets_every_vector_and_reads_back(
 def test_a_killed_migration_into_a_file_resumes(router: Router, tmp_path: Path) -> None:
     backup = tmp_path / "backup.sqlite"
     with pytest.raises(Interrupt):
-        router.migrate(source="sqlite", target_path=backup, batch_size=5, progress=stop_at(10))
+        migrate(router, source="sqlite", target_path=backup, batch_size=5, progress=stop_at(10))
     assert not backup.exists() or rows(backup) == {}  # the copy is beside it until complete
-    report = router.migrate(source="sqlite", target_path=backup, batch_size=5, resume=True)
+    report = migrate(router, source="sqlite", target_path=backup, batch_size=5, resume=True)
     assert (report.resumed, report.skipped, report.written) == (True, 10, 15)
     assert rows(backup) == rows(live_path(router))
 
 
 def test_bad_targets_are_refused(router: Router, tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="is a folder"):
-        router.migrate(source="sqlite", target_path=tmp_path)
+        migrate(router, source="sqlite", target_path=tmp_path)
     with pytest.raises(InvalidInput, match="not both or neither"):
-        router.migrate("elsewhere", source="sqlite", target_path=tmp_path / "x.sqlite")
+        migrate(router, "elsewhere", source="sqlite", target_path=tmp_path / "x.sqlite")
     same = tmp_path / "same.sqlite"
     with pytest.raises(InvalidInput, match="source and target are the same"):
-        router.migrate(source_path=same, target_path=same)
+        migrate(router, source_path=same, target_path=same)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import InvalidInput
+from memory_router import InvalidInput, migrate
 from memory_router._config.config import Config
 from memory_router._config.json5 import Json5Error, loads
 from memory_router._config.openclaw import convert, to_toml
@@ -33,7 +33,7 @@ def test_an_openclaw_index_fills_the_embedding_cache_so_indexing_embeds_nothing(
             cached=[later[0].text],  # only in its embedding_cache table
         )
         CountingEmbedder.calls.clear()
-        report = router.migrate("sqlite", source_path=seed)
+        report = migrate(router, "sqlite", source_path=seed)
         assert report.mode == "rebuild"  # its chunking and scope are not recorded as ours
         assert report.seeded == 13  # 12 chunk vectors + 1 from its embedding_cache
         assert (report.embedded, report.cache_hits, report.chunks) == (0, 13, 13)
@@ -53,7 +53,7 @@ def test_an_openclaw_index_of_another_model_is_re_embedded(tmp_path: Path) -> No
             tmp_path / "main.sqlite", chunks, provider="openai", model="text-embedding-3-small"
         )
         CountingEmbedder.calls.clear()
-        report = router.migrate("sqlite", source_path=seed)
+        report = migrate(router, "sqlite", source_path=seed)
         assert (report.seeded, report.embedded) == (0, 5)
         assert sum(CountingEmbedder.calls) == 5
 

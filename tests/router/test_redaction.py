@@ -127,8 +127,8 @@ def test_an_index_from_an_older_redaction_is_rebuilt_without_its_secrets(
 ) -> None:
     case = SECRET_CASES[0]
     with secret_router as router:
-        fingerprint = {k: v for k, v in router.fingerprint().items() if k != "redaction"}
-        assert router.fingerprint()["redaction"] == REDACTION_VERSION
+        fingerprint = {k: v for k, v in router.fingerprint().to_dict().items() if k != "redaction"}
+        assert router.fingerprint().redaction == REDACTION_VERSION
         old = Chunk(
             id="old-1",
             path="sessions/a.jsonl",

@@ -8,13 +8,14 @@ embeds one probe text.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from .._config.config import Config, ensure_dir
-from .._exceptions import EmbeddingError
+from .._exceptions import EmbeddingError, MemoryRouterError
+from .._types import EmbeddingStatus, IndexFingerprint
 from .._workspace.snapshot import FTS_ONLY, fingerprint_for
 from .embedder import Embedder, EmbeddingCache, provider_key
 from .providers import (
@@ -62,7 +63,7 @@ class EmbeddingSetup:
         """The embedding model id chunks are indexed under (``fts-only`` without one)."""
         return self.embedder.model if self.embedder else FTS_ONLY
 
-    def fingerprint(self, config: Config) -> dict[str, Any]:
+    def fingerprint(self, config: Config) -> IndexFingerprint:
         """The index fingerprint for the current provider (see :func:`fingerprint_for`)."""
         embedder = self.embedder
         if embedder is None:
@@ -90,7 +91,7 @@ class EmbeddingSetup:
                 self._dims = (key, size)
             return self._dims[1]
 
-    def status(self, *, deep: bool) -> dict[str, Any]:
+    def status(self, *, deep: bool) -> EmbeddingStatus:
         return embedding_status(self.choice, self.embedder, self.cache, deep=deep)
 
     def close(self) -> None:
@@ -106,25 +107,30 @@ def embedding_status(
     cache: EmbeddingCache | None,
     *,
     deep: bool,
-) -> dict[str, Any]:
+) -> EmbeddingStatus:
     """Provider, model, mode, fallback and cache size; ``deep`` embeds "ping" to probe."""
-    switched = (embedder.fallback_event if embedder else None) or choice.fallback
-    info: dict[str, Any] = {
-        "requested": choice.requested,
-        "provider": embedder.provider_id if embedder else None,
-        "model": embedder.model if embedder else None,
-        "mode": "hybrid" if embedder else "keyword-only",
-        "unavailable_reason": choice.unavailable_reason,
-        "fallback": switched.to_dict() if switched else None,
-        "cache_entries": cache.count() if cache else None,
-    }
-    if deep and embedder is not None:
-        started = time.perf_counter()
-        try:
-            vector = embedder.embed_query("ping")
-            info.update(
-                probe="ok", dims=len(vector), latency_ms=(time.perf_counter() - started) * 1000
-            )
-        except EmbeddingError as error:
-            info.update(probe="failed", error=error.message)
-    return info
+    status = EmbeddingStatus(
+        requested=choice.requested,
+        provider=embedder.provider_id if embedder else None,
+        model=embedder.model if embedder else None,
+        mode="hybrid" if embedder else "keyword-only",
+        unavailable_reason=choice.unavailable_reason,
+        fallback=(embedder.fallback_event if embedder else None) or choice.fallback,
+        cache_entries=cache.count() if cache else None,
+    )
+    if not deep or embedder is None:
+        return status
+    started = time.perf_counter()
+    try:
+        vector = embedder.embed_query("ping")
+    except EmbeddingError as error:
+        return dataclasses.replace(status, probe="failed", error=error.message)
+    latency_ms = (time.perf_counter() - started) * 1000
+    return dataclasses.replace(status, probe="ok", dims=len(vector), latency_ms=latency_ms)
+
+
+def unavailable_status(config: Config, error: MemoryRouterError) -> EmbeddingStatus:
+    """The status when the configured provider could not be built (``error`` says why)."""
+    return EmbeddingStatus(
+        requested=config.embedding.provider, available=False, error=error.message
+    )

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 from .._config.config import Config
 from .._embedding.embedder import Embedder
-from .._exceptions import InvalidInput
+from .._exceptions import InvalidInput, MemoryRouterError
 from .._search.ranking import entry_weight
 from .._types import Category, Entry, EntryMatch, _ToDict
 from .._workspace import journal as _journal
@@ -102,17 +102,33 @@ class _Loaded:
     words: tuple[frozenset[str], ...]
 
 
-class EntryBook:
-    """Similarity between a text and every journaled entry.
+NativeRecall = Callable[[str, Category | None, int], RecallResult | None]
+"""``(query, category, limit)``: a backend's own recall, ``None`` when it cannot answer."""
 
-    The journal's items (and their vectors) are read again only when the file changes
-    (size or mtime) or the embedding model does.
+
+class EntryBook:
+    """The entries journal: writes, and similarity between a text and every entry.
+
+    A write calls ``changed()`` (the backends index the journal on their next sync);
+    :meth:`recall` asks ``native`` first (a backend that keeps entries of its own, see
+    :mod:`.recall`). The journal's items (and their vectors) are read again only when the
+    file changes (size or mtime) or the embedding model does.
     """
 
-    def __init__(self, config: Config, embedder: Callable[[], Embedder | None]) -> None:
+    def __init__(
+        self,
+        config: Config,
+        embedder: Callable[[], Embedder | None],
+        *,
+        changed: Callable[[], None] = lambda: None,
+        native: NativeRecall | None = None,
+    ) -> None:
         self.config = config
         self._embedder = embedder
+        self._changed = changed
+        self._native = native
         self._lock = threading.Lock()
+        self._remember_lock = threading.Lock()
         self._loaded: _Loaded | None = None
 
     @property
@@ -189,6 +205,15 @@ class EntryBook:
     def recall(
         self, query: str, *, category: Category | None, limit: int = DEFAULT_RECALL_LIMIT
     ) -> RecallResult:
+        """The ``native`` recall when it answers, else :meth:`journal_recall`."""
+        found = self._native(query, category, limit) if self._native is not None else None
+        if found is not None:
+            return found
+        return self.journal_recall(query, category=category, limit=limit)
+
+    def journal_recall(
+        self, query: str, *, category: Category | None, limit: int = DEFAULT_RECALL_LIMIT
+    ) -> RecallResult:
         """Entries at ``entries.recall_min_score`` or more, ranked by weighted score."""
         if not query.strip():
             return RecallResult(query=query, results=(), category=category)
@@ -214,6 +239,63 @@ class EntryBook:
         close = tuple(self._match(i, s, now=now) for i, s in pairs[:CANDIDATES] if s >= floor)
         sure = [m for m in close if m.similarity >= self.config.entries.forget_threshold]
         return (sure[0] if len(sure) == 1 else None), close
+
+    # -- writes -------------------------------------------------------------------------
+
+    def entries(self) -> list[Entry]:
+        """Every journaled entry, in file order."""
+        return _journal.read_journal(self.path)
+
+    def store(self, text: str, *, importance: float, category: Category) -> Entry:
+        """Journal a new entry, whatever entries exist."""
+        text = scrub(text) if isinstance(text, str) else text
+        return self._append(_journal.new_entry(text, importance=importance, category=category))
+
+    def remember(
+        self, text: str, *, importance: float, category: Category, force: bool
+    ) -> StoreResult:
+        """:meth:`store`, unless an entry reaches ``entries.duplicate_threshold`` (and not
+        ``force``): then that entry comes back as the duplicate, and nothing is stored."""
+        text = scrub(text) if isinstance(text, str) else text
+        entry = _journal.new_entry(text, importance=importance, category=category)
+        with self._remember_lock:
+            duplicate = None if force else self.duplicate(entry.text)
+            if duplicate is not None:
+                return StoreResult(
+                    action="duplicate", entry=duplicate.entry, similarity=duplicate.similarity
+                )
+            return StoreResult(action="created", entry=self._append(entry))
+
+    def forget(self, entry_id: str) -> Entry:
+        """Remove the entry ``entry_id``; raises :class:`NotFound` if absent."""
+        try:
+            entry = _journal.remove_entry(self.path, entry_id)
+        except OSError as error:
+            raise MemoryRouterError(
+                f"cannot rewrite the entries journal {self.path}: {error.strerror or error}"
+            ) from error
+        self._changed()
+        return entry
+
+    def forget_entry(self, *, entry_id: str | None, query: str | None) -> ForgetResult:
+        """Forget ``entry_id``, or the one entry ``query`` matches (see :meth:`forget_target`)."""
+        if entry_id is not None:
+            return ForgetResult(action="deleted", deleted=self.forget(entry_id))
+        target, candidates = self.forget_target(scrub(query or ""))
+        if target is None:
+            return ForgetResult(action="candidates", candidates=candidates)
+        return ForgetResult(action="deleted", deleted=self.forget(target.entry.id))
+
+    def _append(self, entry: Entry) -> Entry:
+        try:
+            _journal.append_entry(self.path, entry)
+        except OSError as error:
+            raise MemoryRouterError(
+                f"cannot write the entries journal {self.path}: {error.strerror or error}",
+                hint="check that the workspace exists and is writable",
+            ) from error
+        self._changed()
+        return entry
 
 
 def _embed_one(embedder: Embedder) -> Callable[[str], Vector]:

@@ -1,4 +1,4 @@
-"""``Router.migrate``: copy an index from one backend (or an index file) into another.
+""":func:`migrate`: copy an index from one backend (or an index file) into another.
 
 Three ways, chosen by comparing the source's stored fingerprint with what the target
 needs (the router's :meth:`~memory_router.Router.fingerprint`):
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,19 +29,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._backend import Backend, Staging
 from .._embedding.embedder import Embedder, normalize
-from .._exceptions import InvalidInput, MemoryRouterError, NotFound, Unsupported
+from .._exceptions import MemoryRouterError, NotFound, Unsupported
+from .._routing.backends import closed_error
 from .._routing.indexlock import lock_file
-from .._types import Chunk, Progress, _ToDict, no_progress
-from .._util.pipeline import prefetch
-from .._workspace.chunking import chunk_id
+from .._types import Progress, _ToDict, no_progress
 from .checkpoint import (
     Checkpoint,
     checkpoint_path,
     clear_checkpoint,
     load_checkpoint,
     lock_path,
-    save_checkpoint,
 )
+from .copier import Copier
 from .endpoints import (
     Source,
     Target,
@@ -63,7 +63,7 @@ SHAPE_KEYS = ("chunkTokens", "chunkOverlap", "chunker", "sources", "scopeHash")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MigrationReport(_ToDict):
-    """What :meth:`Router.migrate` did.
+    """What :func:`migrate` did.
 
     ``mode`` is ``reuse``, ``re-embed``, ``rebuild`` (or ``none`` when only verifying)
     and ``reason`` says why (why vectors
@@ -118,25 +118,35 @@ def same_space(stored: Mapping[str, Any] | None, embedder: Embedder | None) -> b
 
 def migrate(
     router: Router,
-    target: str | None,
+    target: str | None = None,
     *,
     source: str | None = None,
-    source_path: str | None = None,
-    target_path: str | None = None,
+    source_path: str | os.PathLike[str] | None = None,
+    target_path: str | os.PathLike[str] | None = None,
     resume: bool = False,
-    batch_size: int | None = None,
     verify: int | None = None,
     queries: Sequence[str] = (),
     copy: bool = True,
+    batch_size: int | None = None,
     progress: Progress = no_progress,
 ) -> MigrationReport:
-    """See :meth:`memory_router.Router.migrate`."""
-    check_distinct(source, target, source_path, target_path)
+    """Copy the index of ``router``'s backend ``source`` (or the index file ``source_path``)
+    into its backend ``target`` (or the SQLite index file ``target_path``), reusing vectors
+    when the fingerprints match; built beside the live index and switched over when
+    complete. ``resume`` continues a killed run; ``verify`` runs that many corpus queries
+    (plus ``queries``) on both sides; ``copy = False`` only verifies; ``batch_size``
+    (chunks per write and checkpoint) defaults to what the target writes best.
+    """
+    if router.is_closed:
+        raise closed_error()
+    from_path = os.fspath(source_path) if source_path is not None else None
+    to_path = os.fspath(target_path) if target_path is not None else None
+    check_distinct(source, target, from_path, to_path)
     started = time.perf_counter()
-    src, is_file = open_source(router, source, source_path)
+    src, is_file = open_source(router, source, from_path)
     dest: Target | None = None
     try:
-        dest = open_target(router, target, target_path)
+        dest = open_target(router, target, to_path)
         if copy:
             with migration_lock(router, dest):
                 report = _run(router, src, dest, resume, batch_size, progress)
@@ -183,7 +193,7 @@ def _run(
     progress: Progress,
 ) -> MigrationReport:
     backend, target = dest.backend, dest.label
-    wanted = dict(router.fingerprint())
+    wanted = router.fingerprint().to_dict()
     stored = src.index_fingerprint()
     mode, reason = choose_mode(stored, wanted)
     embedder = router.embedder
@@ -210,12 +220,33 @@ def _run(
     if mode == "rebuild":
         report = _rebuild(router, dest, base, progress)
     else:
-        size = max(1, batch_size or (staging.batch_size if staging else BATCH))
-        copier = Copier(router, src, dest, staging, mode, wanted, size, progress)
-        report = copier.run(base, resume)
+        report = _copy(router, src, dest, staging, base, wanted, resume, batch_size, progress)
     after = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
     return dataclasses.replace(
         report, embedded=after[0] - before[0], cache_hits=after[1] - before[1]
+    )
+
+
+def _copy(
+    router: Router,
+    src: Source,
+    dest: Target,
+    staging: Staging | None,
+    base: MigrationReport,
+    wanted: dict[str, Any],
+    resume: bool,
+    batch_size: int | None,
+    progress: Progress,
+) -> MigrationReport:
+    """Copy (``reuse``) or re-embed (``re-embed``) the source's chunks into ``staging``."""
+    size = max(1, batch_size or (staging.batch_size if staging else BATCH))
+    path = checkpoint_path(router.config.agent_state_path, dest.key)
+    copier = Copier(
+        src, dest, staging, path, mode=base.mode, wanted=wanted, embedder=router.embedder
+    )
+    copied = copier.run(resume, batch=size, progress=progress)
+    return dataclasses.replace(
+        base, chunks=copied.chunks, written=copied.written, skipped=copied.skipped, resumed=resume
     )
 
 
@@ -292,151 +323,3 @@ def _vectors(src: Source, embedder: Embedder) -> Iterator[tuple[str, Sequence[fl
             yield chunk.hash, chunk.embedding
     if isinstance(src, IndexFile):
         yield from src.cached_vectors(embedder.provider_id, embedder.model)
-
-
-class Copier:
-    """Streams the source into a staging area batch by batch, checkpointing each batch."""
-
-    def __init__(
-        self,
-        router: Router,
-        src: Source,
-        dest: Target,
-        staging: Staging | None,
-        mode: Mode,
-        wanted: dict[str, Any],
-        batch: int,
-        progress: Progress,
-    ) -> None:
-        self.router = router
-        self.src = src
-        self.backend = dest.backend
-        self.label = dest.label
-        self.staging = staging
-        self.mode = mode
-        self.wanted = wanted
-        self.batch = batch
-        self.progress = progress
-        self.path = checkpoint_path(router.config.agent_state_path, dest.key)
-
-    def run(self, base: MigrationReport, resume: bool) -> MigrationReport:
-        state = self._start(resume)
-        skipped = state.done
-        if self.staging is not None:
-            try:
-                if state.phase == "copying":
-                    _check_copy(self.staging, state)
-                    state = self._copy(state)
-                save_checkpoint(self.path, dataclasses.replace(state, phase="publishing"))
-                self.staging.publish()
-            finally:
-                self.staging.close()
-        clear_checkpoint(self.path)
-        chunks = self.backend.status().chunks
-        return dataclasses.replace(
-            base, chunks=chunks, written=state.done - skipped, skipped=skipped, resumed=resume
-        )
-
-    def _start(self, resume: bool) -> Checkpoint:
-        fresh = Checkpoint(
-            source=self.src.name,
-            target=self.label,
-            mode=self.mode,
-            fingerprint=self.wanted,
-            total=_count(self.src),
-        )
-        saved = load_checkpoint(self.path)
-        if not resume or saved is None:
-            save_checkpoint(self.path, fresh)
-            return fresh
-        same = (saved.source, saved.mode, saved.fingerprint) == (
-            fresh.source,
-            fresh.mode,
-            fresh.fingerprint,
-        )
-        if not same:
-            raise InvalidInput(
-                f"the interrupted migration into {self.label!r} came from"
-                f" {saved.source} ({saved.mode}); this one differs",
-                key="resume",
-                hint="run without --resume to start clean",
-            )
-        return saved
-
-    def _copy(self, state: Checkpoint) -> Checkpoint:
-        assert self.staging is not None
-        stream = self.src.export_chunks()
-        _skip(stream, state)
-        self.progress(done=state.done, total=state.total, label="migrating")
-        # The next batch is read from the source while this one is written.
-        for batch in prefetch(_batches(stream, self.batch), name="migrate-read"):
-            self.staging.write(self._convert(batch))
-            state = state.advance(len(batch), batch[-1].id)
-            save_checkpoint(self.path, state)
-            self.progress(done=state.done, total=max(state.total, state.done), label="migrating")
-        return state
-
-    def _convert(self, batch: list[Chunk]) -> list[Chunk]:
-        if self.mode == "reuse":
-            return batch
-        embedder = self.router.embedder
-        model = embedder.model if embedder else "fts-only"
-        vectors: list[Any] = (
-            list(embedder.embed_documents([c.text for c in batch]))
-            if embedder
-            else [None] * len(batch)
-        )
-        return [
-            dataclasses.replace(
-                c,
-                id=chunk_id(c.source, c.path, c.start_line, c.end_line, c.hash, model),
-                model=model,
-                embedding=tuple(v.tolist()) if v is not None else None,
-            )
-            for c, v in zip(batch, vectors, strict=True)
-        ]
-
-
-def _check_copy(staging: Staging, state: Checkpoint) -> None:
-    """Refuse to resume into a copy holding fewer chunks than the checkpoint says were
-    written (the copy is written without fsyncs: a machine crash can lose its tail)."""
-    if state.done and staging.count() < state.done:
-        raise InvalidInput(
-            f"the interrupted migration's copy holds fewer chunks than its checkpoint"
-            f" ({staging.count()} < {state.done}): it lost writes",
-            key="resume",
-            hint="run without --resume to start clean",
-        )
-
-
-def _count(src: Source) -> int:
-    if isinstance(src, IndexFile):
-        return src.count()
-    assert isinstance(src, Backend)
-    return src.status().chunks
-
-
-def _skip(stream: Iterator[Chunk], state: Checkpoint) -> None:
-    """Advance past the chunks a resumed migration already wrote, checking the last one."""
-    last: Chunk | None = None
-    for _ in range(state.done):
-        last = next(stream, None)
-        if last is None:
-            break
-    if state.done and (last is None or last.id != state.last_id):
-        raise InvalidInput(
-            "the source changed since the interrupted migration started",
-            key="resume",
-            hint="run without --resume to start clean",
-        )
-
-
-def _batches(stream: Iterator[Chunk], size: int) -> Iterator[list[Chunk]]:
-    batch: list[Chunk] = []
-    for chunk in stream:
-        batch.append(chunk)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

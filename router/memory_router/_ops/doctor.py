@@ -16,13 +16,13 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._exceptions import MemoryRouterError, Unsupported
 from .._migrate.checkpoint import checkpoint_path, clear_checkpoint, load_checkpoint, lock_path
 from .._routing.indexlock import holder, lock_holder
 from .._routing.status import source_counts
-from .._types import BackendStatus, SyncReport, _ToDict
+from .._types import BackendStatus, EmbeddingStatus, SyncReport, _ToDict
 from .._workspace.checks import check_workspace
 from .._workspace.snapshot import FTS_ONLY, take_snapshot
 
@@ -149,29 +149,27 @@ def _state_dir(router: Router) -> Check:
     return Check(name="state dir", ok=True, detail=detail)
 
 
-def _embedding_check(info: Mapping[str, Any]) -> Check:
-    if info.get("available") is False:
+def _embedding_check(info: EmbeddingStatus) -> Check:
+    if not info.available:
         return Check(
             name="embeddings",
             ok=False,
-            detail=f"{info.get('requested')}: {info.get('error')}",
+            detail=f"{info.requested}: {info.error}",
             fix='see docs/configuration.md#embedding, or set [embedding] provider = "none"',
         )
-    if not info.get("provider"):
-        why = info.get("unavailable_reason") or "provider = none"
+    if not info.provider:
+        why = info.unavailable_reason or "provider = none"
         return Check(name="embeddings", ok=True, detail=f"keyword-only ({why})")
-    name = f"{info.get('provider')} {info.get('model')}"
-    if info.get("probe") == "failed":
+    name = f"{info.provider} {info.model}"
+    if info.probe == "failed":
         return Check(
             name="embeddings",
             ok=False,
-            detail=f"{name}: {info.get('error')}",
+            detail=f"{name}: {info.error}",
             fix="`memory-router status --deep` shows the provider's error",
         )
-    latency = float(info.get("latency_ms") or 0)
-    return Check(
-        name="embeddings", ok=True, detail=f"{name} ({info.get('dims')} dims, {latency:.0f} ms)"
-    )
+    latency = info.latency_ms or 0.0
+    return Check(name="embeddings", ok=True, detail=f"{name} ({info.dims} dims, {latency:.0f} ms)")
 
 
 def _backend(router: Router, status: BackendStatus, workspace_ok: bool = True) -> Check:
@@ -216,7 +214,7 @@ def _stale(router: Router, status: BackendStatus) -> str | None:
     """Why the backend's index does not match the workspace and the config, if it does not."""
     meta = status.details.get("meta")
     if isinstance(meta, Mapping):
-        wanted = router.fingerprint()
+        wanted = router.fingerprint().to_dict()
         for key, value in wanted.items():
             if value is not None and key in meta and meta[key] != value:
                 if key == "scopeHash":  # a hash of the paths: the hashes say nothing

@@ -1,11 +1,44 @@
-"""Pieces of :meth:`Router.status` that need no router state of their own."""
+"""What :meth:`Router.status` reports: the backends, breakers, embeddings and workspace."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._config.config import Config
 from .._exceptions import ConfigError
+from .._types import RouterStatus
 from .._workspace.checks import check_workspace
 from .._workspace.snapshot import FTS_ONLY, take_snapshot
+
+if TYPE_CHECKING:
+    from .backends import Backends
+    from .chain import Breakers
+
+
+def router_status(
+    config: Config, backends: Backends, breakers: Breakers, *, deep: bool
+) -> RouterStatus:
+    """See :meth:`Router.status`; ``deep`` probes the backends and the embedding provider."""
+    statuses = backends.statuses(deep=deep)
+    seen, last, seen_at = breakers.seen()
+    sources, file_warnings = on_disk(config)
+    workspace_error, workspace_hint = workspace_problem(config)
+    return RouterStatus(
+        agent_id=config.agent_id,
+        workspace=str(config.workspace_path),
+        chain=config.router.chain,
+        fallback_policy=config.router.fallback,
+        backends=statuses,
+        breakers=seen,
+        last_fallback=last,
+        embedding=backends.embedding_status(deep=deep),
+        sources=sources,
+        can_answer=any(s.available for s in statuses),
+        breakers_seen_at=seen_at,
+        workspace_error=workspace_error,
+        workspace_hint=workspace_hint,
+        file_warnings=file_warnings,
+    )
 
 
 def source_counts(config: Config) -> dict[str, int]:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from .._config.config import Config
-from .._types import Chunk, Document
+from .._types import Chunk, Document, IndexFingerprint
 from . import chunking as _chunking
 from . import discovery as _discovery
 from . import journal as _journal
@@ -178,25 +178,24 @@ def take_snapshot(config: Config, *, fingerprint: Mapping[str, Any], model: str)
 
 def fingerprint_for(
     config: Config, *, provider: str, model: str, provider_key: str, dims: int | None
-) -> dict[str, Any]:
+) -> IndexFingerprint:
     """The index fingerprint (provider, model, key, dims, chunking, sources, scope, and the
     redaction version when transcripts are indexed: a better redaction rebuilds the index)."""
-    sources: Sequence[str] = sorted(set(config.sources))
-    redaction: dict[str, int] = {}
+    redaction = None
     if config.sessions_enabled:  # imported here: its ~60 patterns compile at import
         from .redact import REDACTION_VERSION
 
-        redaction = {"redaction": REDACTION_VERSION}
-    return {
-        "provider": provider,
-        "model": model,
-        "providerKey": provider_key,
-        "vectorDims": dims,
-        "chunkTokens": config.chunking.tokens,
-        "chunkOverlap": config.chunking.overlap,
-        "chunkStructure": config.chunking.structure,
-        "sources": list(sources),
-        "scopeHash": scope_hash(config),
-        "chunker": _chunking.CHUNKER_VERSION,
-        **redaction,
-    }
+        redaction = REDACTION_VERSION
+    return IndexFingerprint(
+        provider=provider,
+        model=model,
+        provider_key=provider_key,
+        vector_dims=dims,
+        chunk_tokens=config.chunking.tokens,
+        chunk_overlap=config.chunking.overlap,
+        chunk_structure=config.chunking.structure,
+        sources=tuple(sorted(set(config.sources))),
+        scope_hash=scope_hash(config),
+        chunker=_chunking.CHUNKER_VERSION,
+        redaction=redaction,
+    )

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
 from memory_router import _plugins
-from memory_router._types import BackendStatus, BreakerState, RouterStatus
+from memory_router._types import BackendStatus, BreakerState, EmbeddingStatus, RouterStatus
 
 from ._app import EXIT_ERROR, CommandError, echo_json, state
 from ._ops import show_agents
@@ -95,27 +95,26 @@ def _backend_lines(backend: BackendStatus, breaker: BreakerState | None) -> Iter
         yield f"  {key}: {_short(value)}"
 
 
-def _embedding_lines(info: Mapping[str, Any]) -> Iterator[str]:
-    if info.get("available") is False:
-        yield f"Embeddings: unavailable (requested {info.get('requested')}): {info.get('error')}"
+def _embedding_lines(info: EmbeddingStatus) -> Iterator[str]:
+    if not info.available:
+        yield f"Embeddings: unavailable (requested {info.requested}): {info.error}"
         return
-    provider = info.get("provider") or "none"
-    yield f"Embeddings: {provider} (requested: {info.get('requested')}) · mode {info.get('mode')}"
-    if info.get("model"):
-        yield f"  Model: {info['model']}"
-    if info.get("unavailable_reason"):
-        yield f"  Unavailable: {info['unavailable_reason']}"
-    fallback = info.get("fallback")
-    if isinstance(fallback, Mapping):
-        yield f"  Fallback: from {fallback.get('from')}: {fallback.get('reason')}"
-        if fallback.get("hint"):
-            yield f"    Hint: {fallback['hint']}"
-    if info.get("cache_entries") is not None:
-        yield f"  Cache: {info['cache_entries']} entries"
-    if info.get("probe") == "ok":
-        yield f"  Probe: ok ({info.get('dims')} dims, {float(info.get('latency_ms', 0)):.0f} ms)"
-    elif info.get("probe"):
-        yield f"  Probe: {info['probe']}: {info.get('error')}"
+    provider = info.provider or "none"
+    yield f"Embeddings: {provider} (requested: {info.requested}) · mode {info.mode}"
+    if info.model:
+        yield f"  Model: {info.model}"
+    if info.unavailable_reason:
+        yield f"  Unavailable: {info.unavailable_reason}"
+    if info.fallback is not None:
+        yield f"  Fallback: from {info.fallback.from_}: {info.fallback.reason}"
+        if info.fallback.hint:
+            yield f"    Hint: {info.fallback.hint}"
+    if info.cache_entries is not None:
+        yield f"  Cache: {info.cache_entries} entries"
+    if info.probe == "ok":
+        yield f"  Probe: ok ({info.dims} dims, {info.latency_ms or 0:.0f} ms)"
+    elif info.probe:
+        yield f"  Probe: {info.probe}: {info.error}"
 
 
 def _short(value: Any, limit: int = 120) -> str:

@@ -11,6 +11,7 @@ from memory_router import BackendError, EmbeddingError, Router
 from memory_router._config.openclaw import convert, read_openclaw, to_toml
 from memory_router._migrate.checkpoint import Checkpoint
 from memory_router._migrate.migration import MigrationReport, interrupted
+from memory_router._migrate.migration import migrate as migrate_index
 from memory_router._migrate.verify import VerifyReport
 
 from ._app import EXIT_ERROR, EXIT_INTERRUPTED, CommandError, echo_json, state
@@ -130,13 +131,13 @@ def _migrate_or_explain(
     bar: bool,
     **options: Any,
 ) -> MigrationReport:
-    """``router.migrate`` under a progress bar; when Ctrl-C or a failing store or
+    """:func:`memory_router.migrate` under a progress bar; when Ctrl-C or a failing store or
     provider stops a copy it kept, the way to continue it is said."""
     before = interrupted(router, into, target_path)
     try:
         with progress_bar(enabled=bar) as progress:
-            return router.migrate(
-                into, target_path=target_path, resume=resume, progress=progress, **options
+            return migrate_index(
+                router, into, target_path=target_path, resume=resume, progress=progress, **options
             )
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
