@@ -73,7 +73,7 @@ def test_auto_prefers_an_existing_local_gguf(
         before = router.fingerprint()
         response = router.search("what colour does the customer like")
         assert router.fingerprint() == before  # dims known up front: no rebuild later
-        assert before["vectorDims"] == 384
+        assert before.vector_dims == 384
         status = router.status(deep=True).embedding
     assert (response.provider, status.dims) == ("local", 384)
     assert response.results[0].path == "memory/preferences.md"

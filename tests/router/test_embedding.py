@@ -139,7 +139,7 @@ def test_fingerprint_is_stable_when_dims_are_learnt_late(tmp_path: Path) -> None
     pm = get_plugin_manager(plugins=[LatePlugin()], environ={"MEMORY_ROUTER_PLUGINS": "sqlite"})
     with Router(config, plugin_manager=pm) as router:
         first = router.fingerprint()
-        assert first["vectorDims"] == 3
+        assert first.vector_dims == 3
         assert router.embedder is not None
         router.embedder.embed_documents(["more text"])
         assert router.fingerprint() == first

@@ -26,14 +26,13 @@ if TYPE_CHECKING:
     from .._backend import Backend
     from .._config.config import Config
     from .._embedding.embedder import Embedder
-    from .._routing.reconcile import Reconciler
 
 MIN_CANDIDATES = 50
 
 
 def native_recall(
     primary: Callable[[], Backend],
-    reconciler: Reconciler,
+    fresh: Callable[[str], bool],
     embedder: Embedder | None,
     config: Config,
     query: str,
@@ -41,13 +40,16 @@ def native_recall(
     category: Category | None,
     limit: int,
 ) -> RecallResult | None:
-    """The backend's answer, weighted and cut to ``limit``; ``None``: ask the journal."""
+    """The backend's answer, weighted and cut to ``limit``; ``None``: ask the journal.
+
+    ``fresh(name)`` brings backend ``name`` up to date as before a search, and says
+    whether its index now holds every change (else the journal answers).
+    """
     if embedder is None or not query.strip():
         return None
     try:
         backend = primary()
-        notes, scan = reconciler.before_search(backend.name, new_session=False, last=False)
-        if notes or scan is not None:
+        if not fresh(backend.name):
             return None  # the index may lag the journal: the journal answers
         request = EntryRequest(
             query=query,

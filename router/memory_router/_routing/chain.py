@@ -319,7 +319,7 @@ class Chain:
         ``None`` when it keeps none or cannot answer now (see :mod:`._entries.recall`)."""
         return native_recall(
             lambda: self._backends.get(self.config.router.chain[0]),
-            self._syncer.reconciler,
+            self._syncer.fresh,
             self._backends.embedder,
             self.config,
             query,

@@ -143,6 +143,11 @@ class Syncer:
         """See :meth:`Reconciler.before_search`."""
         return self.reconciler.before_search(name, new_session=new_session, last=last)
 
+    def fresh(self, name: str) -> bool:
+        """Reconcile ``name`` as before a search; whether its index holds every change."""
+        notes, scan = self.reconciler.before_search(name, new_session=False, last=False)
+        return not notes and scan is None
+
     def changed(self) -> None:
         """A change made through the router (a store or forget): every backend is due."""
         self.ledger.changed()
