@@ -1,17 +1,10 @@
 """Benchmark the LanceDB backend beside the built-in SQLite backend, in one process.
 
     .venv/bin/python bench/bench_lancedb.py [--sizes 10000,100000] [--queries 100] [--s3]
-<<<<<<< HEAD
-        [--s3-interval 1] [--s3-timeout 120]
-    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--queries 50] [--ann-dir DIR]
-        [--ann-index ivf_pq] [--ann-partition-rows N] [--ef-construction N]
-        [--nprobes 8,16] [--refine-factor 5,10] [--ef 300,600]
-=======
         [--s3-server seaweedfs,moto] [--s3-interval 1] [--s3-timeout 120]
-    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--ann-index ivf_hnsw_sq] \
-        [--nprobes 20,50] [--refine 0,5] [--ef 50,100] [--ann-partitions 16]
-        [--ef-construction 150] [--ann-dir DIR]
->>>>>>> main
+    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--queries 50] [--ann-dir DIR]
+        [--ann-index ivf_hnsw_sq] [--ann-partition-rows N] [--ef-construction N]
+        [--nprobes 20,50] [--refine-factor 0,5] [--ef 50,100]
     .venv/bin/python bench/bench_lancedb.py --processes 30 [--s3]
     .venv/bin/python bench/bench_lancedb.py --quick
 
