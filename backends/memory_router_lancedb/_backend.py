@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -353,17 +353,6 @@ class LanceBackend(Backend):
 
     def stage(self, *, fingerprint: Mapping[str, Any], resume: bool) -> Staging:
         return LanceStaging.open(self.store, fingerprint, resume=resume)
-
-    def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
-        with self.store.writing("import"):
-            written: int = self.store.guard(
-                "import",
-                lambda: _transfer.import_chunks(
-                    self.store, chunks, fingerprint=fingerprint, journal=self.journal
-                ),
-                long=True,
-            )
-            return written
 
 
 def merge(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
@@ -35,7 +35,7 @@ from ._search import Row, Scope
 from ._settings import SqliteSettings
 from ._store import Store, remove_db
 from ._sync import sync_store
-from ._transfer import SqliteStaging, export_chunks, import_chunks
+from ._transfer import SqliteStaging, export_chunks
 
 FTS_ONLY = "fts-only"
 
@@ -262,15 +262,6 @@ class SqliteBackend(Backend):
     def export_chunks(self) -> Iterator[Chunk]:
         with self.store.reader() as conn:
             yield from export_chunks(conn)
-
-    def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
-        try:
-            self.store.heal()
-            return import_chunks(self.store, chunks, fingerprint=fingerprint)
-        except MemoryRouterError:
-            raise
-        except Exception as error:
-            raise translate(error, backend=self.name, doing="import") from error
 
     def index_fingerprint(self) -> Mapping[str, Any] | None:
         with self.store.reader() as conn:

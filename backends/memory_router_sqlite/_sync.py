@@ -316,7 +316,7 @@ class Indexer:
         )
 
     def delete_chunk(self, chunk_id: str) -> None:
-        """Remove one chunk's rows (used when importing over an existing id)."""
+        """Remove one chunk's rows (a repeated id: see :meth:`write_chunks`)."""
         if table_exists(self.conn, "chunks_vec"):
             self.conn.execute("DELETE FROM chunks_vec WHERE id = ?", (chunk_id,))
         if table_exists(self.conn, "chunks_fts"):

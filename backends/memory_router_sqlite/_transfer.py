@@ -1,26 +1,21 @@
-"""Chunks out of and into an index, with their vectors (for ``migrate``)."""
+"""Chunks out of an index, and a staged copy filled with them (for ``migrate``)."""
 
 from __future__ import annotations
 
 import json
 import struct
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from memory_router import BackendUnavailable, Category, Chunk, Entry, Staging
 
-from ._db import Connection, ensure_vec, read_meta, table_exists, transaction, write_meta
+from ._db import Connection, ensure_vec, table_exists, transaction, write_meta
 from ._store import Store, remove_db
-from ._sync import INSERT_CHUNK, Indexer, chunk_values
+from ._sync import INSERT_CHUNK, chunk_values
 from ._vectors import decode
-
-if TYPE_CHECKING:
-    from ._vectors import Vector
-
-BATCH = 500
 
 
 def export_chunks(conn: Connection) -> Iterator[Chunk]:
@@ -62,52 +57,6 @@ def _floats(value: Any) -> tuple[float, ...] | None:
         return floats
     vector = decode(value)
     return tuple(vector.tolist()) if vector is not None else None
-
-
-def import_chunks(store: Store, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
-    """Write ``chunks`` (replacing rows with the same id); returns how many were written.
-
-    Files get no ``files`` rows, so the next sync re-checks them against the workspace
-    (through the embedding cache). The fingerprint is stored when the index has none.
-    """
-    written = 0
-    with store.write_lock:
-        conn = store.writer
-        indexer = Indexer(conn, None, None, vector=store.driver.vector_path is not None)
-        batch: list[Chunk] = []
-        for chunk in chunks:
-            batch.append(chunk)
-            if len(batch) >= BATCH:
-                written += _write(conn, indexer, batch)
-                batch = []
-        if batch:
-            written += _write(conn, indexer, batch)
-        store.changed()
-        if read_meta(conn) is None:
-            meta = json.loads(json.dumps({**dict(fingerprint), "ftsTokenizer": store.tokenizer}))
-            with transaction(conn):
-                write_meta(conn, meta)
-    return written
-
-
-def _write(conn: Connection, indexer: Indexer, batch: list[Chunk]) -> int:
-    vectors: list[Vector | None] = [
-        decode_tuple(c.embedding) if c.embedding is not None else None for c in batch
-    ]
-    with transaction(conn):
-        marks = ",".join("?" * len(batch))
-        ids = [c.id for c in batch]
-        existing = [r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE id IN ({marks})", ids)]
-        for chunk_id in existing:
-            indexer.delete_chunk(chunk_id)
-        indexer.write_chunks(batch, vectors)
-    return len(batch)
-
-
-def decode_tuple(values: tuple[float, ...]) -> Vector | None:
-    import numpy as np
-
-    return np.asarray(values, dtype=np.float32) if values else None
 
 
 class SqliteStaging(Staging):

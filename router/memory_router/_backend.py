@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,10 +101,6 @@ class Backend(ABC):
         ``similarity`` (the router weighs them). Optional: the router reads the journal
         when a backend raises :class:`Unsupported`."""
         raise Unsupported(f"backend {self.name!r} cannot recall entries", backend=self.name)
-
-    def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
-        """Add chunks exported elsewhere; returns how many were written."""
-        raise Unsupported(f"backend {self.name!r} cannot import chunks", backend=self.name)
 
     def reset(self) -> list[str]:
         """Delete this backend's derived state (its index files), never the Markdown.

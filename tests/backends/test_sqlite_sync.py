@@ -25,7 +25,7 @@ from memory_router import (
     hookimpl,
     testing,
 )
-from memory_router.testing import HashingEmbedder
+from memory_router.testing import HashingEmbedder, publish_chunks
 
 
 def files(n: int, prefix: str = "note") -> dict[str, str]:
@@ -165,9 +165,11 @@ def test_a_repeated_chunk_id_is_written_once(tmp_path: Path, workspace: Path) ->
     with make(tmp_path, workspace, embedding="hash") as router:
         router.sync()
         backend = router.backend("sqlite")
-        chunk = next(iter(backend.export_chunks()))
-        again = dataclasses.replace(chunk, id="dup", path="memory/dup.md")
-        assert backend.import_chunks([again, again], fingerprint=router.fingerprint()) == 2
+        chunks = list(backend.export_chunks())
+        again = dataclasses.replace(chunks[0], id="dup", path="memory/dup.md")
+        fingerprint = router.fingerprint()
+        assert publish_chunks(backend, [*chunks, again, again], fingerprint=fingerprint) == 13
+        chunk = chunks[0]
         rows = [c for c in backend.export_chunks() if c.id == "dup"]
         assert len(rows) == 1
         assert rows[0].embedding == chunk.embedding
