@@ -54,6 +54,12 @@ def test_the_drawn_tree_is_the_class_tree(text: str) -> None:
     assert parse_tree(text) == defined_errors()
 
 
+def test_every_error_is_exported_from_memory_router() -> None:
+    for name in defined_errors():
+        assert name in memory_router.__all__, name
+        assert getattr(memory_router, name) is getattr(_exceptions, name)
+
+
 def test_the_old_homes_still_import_the_same_classes() -> None:
     from memory_router._routing.breaker import CircuitOpen
     from memory_router._routing.indexlock import IndexBusy

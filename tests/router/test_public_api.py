@@ -20,6 +20,7 @@ EXPECTED = [
     "CaptureResult",
     "Category",
     "Chunk",
+    "CircuitOpen",
     "CompactionConfig",
     "Config",
     "ConfigError",
@@ -40,6 +41,7 @@ EXPECTED = [
     "Fused",
     "FusionMethod",
     "Hit",
+    "IndexBusy",
     "InvalidInput",
     "MemoryFlushConfig",
     "MemoryRouterError",
@@ -58,11 +60,13 @@ EXPECTED = [
     "SearchResponse",
     "Secret",
     "ServeConfig",
+    "ServiceUnreachable",
     "Snapshot",
     "Source",
     "Staging",
     "StoreResult",
     "SyncReport",
+    "SyncTally",
     "Unsupported",
     "VectorScale",
     "__version__",
@@ -95,6 +99,7 @@ EXPECTED = [
     "prefetch",
     "provider_key",
     "query_keywords",
+    "rebuild_reason",
     "recall_block",
     "rrf_fusion",
     "sha256_text",
@@ -126,8 +131,13 @@ def test_exception_tree() -> None:
         m.NotFound,
         m.InvalidInput,
         m.EmbeddingError,
+        m.IndexBusy,
+        m.ServiceUnreachable,
         m.BackendError,
     ):
         assert issubclass(cls, m.MemoryRouterError)
     for cls in (m.BackendUnavailable, m.BackendTimeout, m.Unsupported):
         assert issubclass(cls, m.BackendError)
+    assert issubclass(m.CircuitOpen, m.BackendUnavailable)
+    assert not issubclass(m.IndexBusy, m.BackendError)
+    assert not issubclass(m.ServiceUnreachable, m.BackendError)
