@@ -24,6 +24,7 @@ from memory_router import (
     Snapshot,
     Staging,
     SyncReport,
+    SyncTally,
     fuse_chunks,
     no_progress,
 )
@@ -68,11 +69,13 @@ class SqliteBackend(Backend):
     def sync(
         self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
     ) -> SyncReport:
+        tally = SyncTally(self.name, self.context.embedder)
         try:
             self.store.heal()
-            report = sync_store(
+            chunks, reason = sync_store(
                 self.store,
                 snapshot,
+                tally,
                 embedder=self.context.embedder,
                 force=force,
                 progress=progress,
@@ -81,8 +84,8 @@ class SqliteBackend(Backend):
             raise
         except Exception as error:  # sqlite3/sqlean errors and OSError from the swap
             raise self._translate(error, "sync") from error
-        healed = self.store.take_healed()
-        return replace(report, reason=healed, full_rebuild=True) if healed else report
+        # A healed file was rebuilt from nothing: say why, rather than "no index yet".
+        return tally.report(chunks=chunks, reason=self.store.take_healed() or reason)
 
     def _translate(self, error: Exception, doing: str) -> MemoryRouterError:
         """``error`` translated; a corrupt file is flagged so the next sync heals it."""

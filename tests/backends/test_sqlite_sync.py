@@ -72,7 +72,7 @@ def workspace(tmp_path: Path) -> Path:
 def test_incremental_sync_touches_only_what_changed(tmp_path: Path, workspace: Path) -> None:
     with make(tmp_path, workspace, embedding="hash") as router:
         first = router.sync()[0]
-        assert (first.added, first.full_rebuild, first.reason) == (12, True, "no index metadata")
+        assert (first.added, first.full_rebuild, first.reason) == (12, True, "no index yet")
         assert first.embedded == 12
         (workspace / "memory/note-0001.md").write_text("# changed\n\nbrand new words\n")
         (workspace / "memory/note-0002.md").unlink()
