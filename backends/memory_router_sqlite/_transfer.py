@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
 import time
@@ -98,7 +99,7 @@ class SqliteStaging(Staging):
         now = int(time.time() * 1000)
         rows = [_row(c, now) for c in chunks]
         entries = [_entry_row(c) for c in chunks if c.entry is not None]
-        with self.store.write_lock, transaction(self.store.writer) as conn:
+        with self._translating(), self.store.write_lock, transaction(self.store.writer) as conn:
             conn.executemany(INSERT_CHUNK, rows)
             conn.executemany(
                 "INSERT OR REPLACE INTO entries (chunk_id, entry_id, importance, category,"
@@ -107,23 +108,30 @@ class SqliteStaging(Staging):
             )
 
     def count(self) -> int:
-        return int(self.store.writer.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+        with self._translating():
+            return int(self.store.writer.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
 
     def publish(self) -> None:
         conn = self.store.writer
         meta = json.loads(json.dumps({**self.fingerprint, "ftsTokenizer": self.store.tokenizer}))
-        conn.execute("PRAGMA synchronous = FULL")  # this commit makes the whole copy durable
-        with transaction(conn):
-            build_indexes(conn, self.store, meta.get("vectorDims"))
-            write_meta(conn, meta)
-        conn.execute("PRAGMA journal_mode = WAL")
-        self.store.close()
-        with self.live.write_lock:
-            self.live.replace_with(self.path)
+        with self._translating():
+            conn.execute("PRAGMA synchronous = FULL")  # this commit makes the whole copy durable
+            with transaction(conn):
+                build_indexes(conn, self.store, meta.get("vectorDims"))
+                write_meta(conn, meta)
+            conn.execute("PRAGMA journal_mode = WAL")
+            self.store.close()
+            with self.live.write_lock:
+                self.live.replace_with(self.path)
 
     def discard(self) -> None:
-        self.store.close()
-        remove_db(self.path)
+        with self._translating():
+            self.store.close()
+            remove_db(self.path)
+
+    def _translating(self) -> contextlib.AbstractContextManager[None]:
+        # The copy's own errors: reopening it (a resume) checks it, so nothing is flagged.
+        return self.store.translating("migrate", heal=False)
 
     def close(self) -> None:
         self.store.close()

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from memory_router import (
+    BackendError,
     EmbeddingError,
     ProviderContext,
     ProviderSpec,
@@ -179,6 +180,21 @@ def test_a_repeated_chunk_id_is_written_once(tmp_path: Path, workspace: Path) ->
             .hits
         )
         assert sum(1 for h in hits if h.chunk_id == "dup") == 1
+
+
+def test_a_staged_copy_raises_no_driver_error(tmp_path: Path, workspace: Path) -> None:
+    """A value the driver refuses is a BackendError of the backend, not a sqlite3 error,
+    and the live index is untouched."""
+    with make(tmp_path, workspace, embedding="hash") as router:
+        router.sync()
+        backend = router.backend("sqlite")
+        chunks = list(backend.export_chunks())
+        odd = dataclasses.replace(chunks[0], id="odd", text=object())  # type: ignore[arg-type]
+        with pytest.raises(BackendError, match="sqlite migrate failed") as raised:
+            publish_chunks(backend, [*chunks, odd], fingerprint=router.fingerprint())
+        assert type(raised.value) is BackendError  # one bad value: the file is fine
+        assert not list(tmp_path.glob("state/**/*.migrating*"))  # discarded
+        assert len(list(backend.export_chunks())) == len(chunks)
 
 
 def test_an_interrupted_swap_and_stale_temp_files_are_recovered(
