@@ -14,9 +14,9 @@ from memory_router import (
     Router,
     SearchRequest,
     SyncReport,
-    _doctor,
     testing,
 )
+from memory_router._ops import doctor as _doctor
 from migrate_support import CountingEmbedder, corpus, lance_router
 
 KILN = "# Kiln\n\nThe kiln reached 1240 degrees on the third firing.\n"

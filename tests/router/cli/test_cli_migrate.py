@@ -138,7 +138,7 @@ def test_an_interrupted_migration_says_how_to_continue_and_doctor_shows_it(
     assert run(["--config", str(keyword), "index"]).exit_code == 0
     config = write_config('[embedding]\nprovider = "slow"\n', name="slow.toml")
     monkeypatch.setenv("MEMORY_ROUTER_PLUGIN_MODULES", "slow_embedder_plugin")
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
     monkeypatch.setenv("SLOW_EMBED_S", "2")
     backup = config.parent / "backup.sqlite"
     args = [sys.executable, "-m", "memory_router", "--config", str(config), "migrate"]

@@ -326,7 +326,7 @@ def test_two_concurrent_index_processes_build_once(
     write_workspace(notes)
     config = write_config('[embedding]\nprovider = "slow"\n')
     monkeypatch.setenv("MEMORY_ROUTER_PLUGIN_MODULES", "slow_embedder_plugin")
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
     monkeypatch.setenv("SLOW_EMBED_S", "4")
     args = [sys.executable, "-m", "memory_router", "--config", str(config), "index", "--json"]
     state = config.parent / "state/agents/main"
@@ -367,7 +367,7 @@ def test_ctrl_c_during_a_first_index_build_ends_it_at_once_and_loses_nothing(
     config = write_config('[embedding]\nprovider = "slow"\n')
     log = tmp_path / "batches.log"
     monkeypatch.setenv("MEMORY_ROUTER_PLUGIN_MODULES", "slow_embedder_plugin")
-    paths = [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+    paths = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
     monkeypatch.setenv("SLOW_EMBED_S", "0.5")
     monkeypatch.setenv("SLOW_BATCH_TOKENS", "1")  # one chunk a batch: 40 batches, 20 s
@@ -404,7 +404,7 @@ def test_ctrl_c_during_a_first_index_build_ends_it_at_once_and_loses_nothing(
 
 # -- the README's quick start ------------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow

@@ -41,7 +41,7 @@ from memory_router import (
 )
 from memory_router.cli import build_cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 KEYWORD_ONLY = '[embedding]\nprovider = "none"\n'
 HIT_LINE = re.compile(r"^(\d\.\d{3}) (\S+):(\d+)-(\d+)$", re.MULTILINE)
 

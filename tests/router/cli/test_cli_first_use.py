@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from test_cli_ops import run_process
 
 ConfigWriter = Callable[..., Path]
