@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
@@ -24,18 +24,19 @@ from memory_router import (
     Snapshot,
     Staging,
     SyncReport,
+    SyncTally,
     fuse_chunks,
     no_progress,
 )
 
 from . import _search
-from ._damage import is_corruption, remove_index_files
-from ._db import choose_driver, read_meta, table_exists, translate, vec_dims
+from ._damage import remove_index_files
+from ._db import choose_driver, read_meta, table_exists, vec_dims
 from ._search import Row, Scope
 from ._settings import SqliteSettings
 from ._store import Store, remove_db
 from ._sync import sync_store
-from ._transfer import SqliteStaging, export_chunks, import_chunks
+from ._transfer import SqliteStaging, export_chunks
 
 FTS_ONLY = "fts-only"
 
@@ -68,39 +69,25 @@ class SqliteBackend(Backend):
     def sync(
         self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
     ) -> SyncReport:
-        try:
+        tally = SyncTally(self.name, self.context.embedder)
+        with self.store.translating("sync"):
             self.store.heal()
-            report = sync_store(
+            chunks, reason = sync_store(
                 self.store,
                 snapshot,
+                tally,
                 embedder=self.context.embedder,
                 force=force,
                 progress=progress,
             )
-        except MemoryRouterError:
-            raise
-        except Exception as error:  # sqlite3/sqlean errors and OSError from the swap
-            raise self._translate(error, "sync") from error
-        healed = self.store.take_healed()
-        return replace(report, reason=healed, full_rebuild=True) if healed else report
-
-    def _translate(self, error: Exception, doing: str) -> MemoryRouterError:
-        """``error`` translated; a corrupt file is flagged so the next sync heals it."""
-        if is_corruption(error):
-            self.store.flag_damaged(f"{doing} failed: {error}")
-            return self.store.damaged_error()
-        return translate(error, backend=self.name, doing=doing)
+        # A healed file was rebuilt from nothing: say why, rather than "no index yet".
+        return tally.report(chunks=chunks, reason=self.store.take_healed() or reason)
 
     # -- search -------------------------------------------------------------------------
 
     def search(self, request: SearchRequest) -> BackendResult:
-        try:
-            with self.store.reader() as conn:
-                return self._search(conn, request)
-        except MemoryRouterError:
-            raise
-        except Exception as error:
-            raise self._translate(error, "search") from error
+        with self.store.translating("search"), self.store.reader() as conn:
+            return self._search(conn, request)
 
     def _scope(self, conn: Any, request: SearchRequest) -> Scope:
         return Scope(
@@ -205,21 +192,16 @@ class SqliteBackend(Backend):
     # -- status, close, transfer --------------------------------------------------------
 
     def status(self, *, deep: bool = False) -> BackendStatus:
-        if self.store.damage is not None:
-            error = self.store.damaged_error()
-            return BackendStatus(
-                name=self.name, available=False, error=f"{error.message}; {error.hint}"
-            )
+        """Counts, and with ``deep`` the driver, vector path and meta. A damaged file is
+        unavailable with the way out (``message; hint``), as is any other failure."""
         try:
-            with self.store.reader() as conn:
+            with self.store.translating("status"), self.store.reader() as conn:
                 files = int(conn.execute("SELECT COUNT(*) FROM files").fetchone()[0])
                 chunks = int(conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
                 details = self._details(conn) if deep else {"path": str(self.path)}
         except MemoryRouterError as error:
-            return BackendStatus(name=self.name, available=False, error=error.message)
-        except Exception as error:
-            message = translate(error, backend=self.name, doing="status").message
-            return BackendStatus(name=self.name, available=False, error=message)
+            shown = f"{error.message}; {error.hint}" if error.hint else error.message
+            return BackendStatus(name=self.name, available=False, error=shown)
         return BackendStatus(
             name=self.name, available=True, files=files, chunks=chunks, details=details
         )
@@ -257,23 +239,15 @@ class SqliteBackend(Backend):
 
     def reset(self) -> list[str]:
         self.store.close()
-        return [str(p) for p in remove_index_files(self.path)]
+        with self.store.translating("reset", heal=False):
+            return [str(p) for p in remove_index_files(self.path)]
 
     def export_chunks(self) -> Iterator[Chunk]:
-        with self.store.reader() as conn:
+        with self.store.translating("export"), self.store.reader() as conn:
             yield from export_chunks(conn)
 
-    def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
-        try:
-            self.store.heal()
-            return import_chunks(self.store, chunks, fingerprint=fingerprint)
-        except MemoryRouterError:
-            raise
-        except Exception as error:
-            raise translate(error, backend=self.name, doing="import") from error
-
     def index_fingerprint(self) -> Mapping[str, Any] | None:
-        with self.store.reader() as conn:
+        with self.store.translating("fingerprint"), self.store.reader() as conn:
             meta = read_meta(conn)
         if meta is not None:
             meta.pop("ftsTokenizer", None)
@@ -283,14 +257,10 @@ class SqliteBackend(Backend):
         path = self.path.with_name(f"{self.path.name}.migrating")
         if resume and not path.exists():
             raise NotFound(f"no interrupted migration into {path}", key=str(path))
-        if not resume:
-            remove_db(path)
-        try:
+        with self.store.translating("staging", heal=False):  # errors of the copy's file
+            if not resume:
+                remove_db(path)
             return SqliteStaging(self.store, path, fingerprint)
-        except MemoryRouterError:
-            raise
-        except Exception as error:
-            raise translate(error, backend=self.name, doing="staging") from error
 
 
 def _attach(hit: Hit, entry: Entry | None) -> Hit:

@@ -15,10 +15,27 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from memory_router import BackendUnavailable, acquire_lock
+from memory_router import BackendUnavailable, MemoryRouterError, acquire_lock
 
-from ._damage import diagnose, index_lock, mark_damaged, move_aside, remove_orphans, unwritable_hint
-from ._db import Connection, Driver, connect, ensure_fts, migrate, table_exists, vec_dims
+from ._damage import (
+    diagnose,
+    index_lock,
+    is_corruption,
+    mark_damaged,
+    move_aside,
+    remove_orphans,
+    unwritable_hint,
+)
+from ._db import (
+    Connection,
+    Driver,
+    connect,
+    ensure_fts,
+    migrate,
+    table_exists,
+    translate,
+    vec_dims,
+)
 from ._vectors import Matrix
 
 _SUFFIXES = ("", "-wal", "-shm", "-journal")
@@ -93,6 +110,26 @@ class Store:
             hint="run `memory-router index` (or `memory-router doctor --fix`): the damaged"
             " file is moved aside and the index rebuilt from the Markdown",
         )
+
+    @contextlib.contextmanager
+    def translating(self, doing: str, *, heal: bool = True) -> Iterator[None]:
+        """Driver and file errors of the block raised as :class:`BackendError` (see
+        :func:`translate`): the one place they are translated; a
+        :class:`MemoryRouterError` passes unchanged.
+
+        With ``heal`` (this store is the live index) an error saying the file is corrupt
+        also flags it damaged: reads refuse it and the next sync moves it aside and
+        rebuilds it. A migration's copy passes ``heal=False``: reopening it checks it.
+        """
+        try:
+            yield
+        except MemoryRouterError:
+            raise
+        except Exception as error:  # sqlite3/sqlean errors, OSError from files and swaps
+            if heal and is_corruption(error):
+                self.flag_damaged(f"{doing} failed: {error}")
+                raise self.damaged_error() from error
+            raise translate(error, backend=self.name, doing=doing) from error
 
     def flag_damaged(self, reason: str) -> None:
         """Record that the file failed as corrupt: reads refuse it, the next sync heals it."""

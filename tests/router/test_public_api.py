@@ -21,6 +21,7 @@ EXPECTED = [
     "CaptureResult",
     "Category",
     "Chunk",
+    "CircuitOpen",
     "CompactionConfig",
     "Config",
     "ConfigError",
@@ -42,6 +43,7 @@ EXPECTED = [
     "Fused",
     "FusionMethod",
     "Hit",
+    "IndexBusy",
     "IndexFingerprint",
     "InvalidInput",
     "MemoryFlushConfig",
@@ -62,11 +64,13 @@ EXPECTED = [
     "SearchResponse",
     "Secret",
     "ServeConfig",
+    "ServiceUnreachable",
     "Snapshot",
     "Source",
     "Staging",
     "StoreResult",
     "SyncReport",
+    "SyncTally",
     "Unsupported",
     "VectorScale",
     "__version__",
@@ -100,6 +104,7 @@ EXPECTED = [
     "prefetch",
     "provider_key",
     "query_keywords",
+    "rebuild_reason",
     "recall_block",
     "rrf_fusion",
     "sha256_text",
@@ -131,8 +136,13 @@ def test_exception_tree() -> None:
         m.NotFound,
         m.InvalidInput,
         m.EmbeddingError,
+        m.IndexBusy,
+        m.ServiceUnreachable,
         m.BackendError,
     ):
         assert issubclass(cls, m.MemoryRouterError)
     for cls in (m.BackendUnavailable, m.BackendTimeout, m.Unsupported):
         assert issubclass(cls, m.BackendError)
+    assert issubclass(m.CircuitOpen, m.BackendUnavailable)
+    assert not issubclass(m.IndexBusy, m.BackendError)
+    assert not issubclass(m.ServiceUnreachable, m.BackendError)

@@ -6,6 +6,7 @@
   ``MEMORY_ROUTER_PLUGIN_MODULES=memory_router.testing`` or
   ``Router.from_config(..., plugins=[memory_router.testing])``.
 * :func:`write_workspace` and :func:`write_config` — build a workspace and a config file.
+* :func:`publish_chunks` — make given chunks a backend's index, the way ``migrate`` does.
 * :class:`BackendContract` — the backend contract suite (needs pytest); subclass it in a
   backend's test module, see :mod:`memory_router.testing._contract`.
 """
@@ -15,13 +16,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memory_router import (
+    Backend,
+    Chunk,
     Config,
     EmbeddingProvider,
     ProviderContext,
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BackendContract",
     "HashingEmbedder",
+    "publish_chunks",
     "register_embedding_providers",
     "router_config",
     "write_config",
@@ -170,6 +174,37 @@ def router_config(
         data["backends"] = {backend: dict(settings)}
     index = len(list(base.glob("config-*.toml")))
     return load_config(write_config(base / f"config-{index}.toml", data), environ={})
+
+
+def publish_chunks(
+    backend: Backend, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]
+) -> int:
+    """Make ``chunks`` the whole index of ``backend`` through the path ``migrate`` takes.
+
+    A fresh :meth:`Backend.stage` (an earlier copy discarded), :meth:`Staging.write` in
+    batches of its ``batch_size``, then :meth:`Staging.publish`; a failure discards the
+    copy and leaves the live index as it was. ``fingerprint`` is what the index records
+    (``router.fingerprint()`` for one the router's syncs keep). Returns the chunks the
+    copy held. Raises :class:`Unsupported` for a backend without staging (QMD).
+    """
+    staging = backend.stage(fingerprint=fingerprint, resume=False)
+    try:
+        batch: list[Chunk] = []
+        for chunk in chunks:
+            batch.append(chunk)
+            if len(batch) >= staging.batch_size:
+                staging.write(batch)
+                batch = []
+        if batch:
+            staging.write(batch)
+        count = staging.count()
+        staging.publish()
+    except BaseException:
+        staging.discard()
+        raise
+    finally:
+        staging.close()
+    return count
 
 
 def __getattr__(name: str) -> Any:
