@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memory_router import Chunk, Document, Embedder, Progress, Snapshot
+from memory_router import Progress
+from memory_router.kit import Chunk, Document, Embedder, Snapshot
 
 from . import _schema
 from ._lance import with_retries

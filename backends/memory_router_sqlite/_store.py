@@ -15,7 +15,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from memory_router import BackendUnavailable, acquire_lock
+from memory_router import BackendUnavailable
+from memory_router.kit import acquire_lock
 
 from ._damage import diagnose, index_lock, mark_damaged, move_aside, remove_orphans, unwritable_hint
 from ._db import Connection, Driver, connect, ensure_fts, migrate, table_exists, vec_dims

@@ -15,7 +15,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memory_router import Chunk, Document, Embedder, Progress, Snapshot, SyncReport, prefetch
+from memory_router import Progress, SyncReport
+from memory_router.kit import Chunk, Document, Embedder, Snapshot, prefetch
 
 from ._db import Connection, ensure_vec, read_meta, table_exists, transaction, write_meta
 from ._store import Store, remove_db

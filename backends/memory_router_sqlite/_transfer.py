@@ -10,7 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from memory_router import BackendUnavailable, Category, Chunk, Entry, Staging
+from memory_router import BackendUnavailable, Category, Entry
+from memory_router.kit import Chunk, Staging
 
 from ._db import Connection, ensure_vec, read_meta, table_exists, transaction, write_meta
 from ._store import Store, remove_db

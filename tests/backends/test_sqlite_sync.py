@@ -16,15 +16,8 @@ from typing import Any
 
 import pytest
 
-from memory_router import (
-    EmbeddingError,
-    ProviderContext,
-    ProviderSpec,
-    Router,
-    SearchRequest,
-    hookimpl,
-    testing,
-)
+from memory_router import EmbeddingError, Router, hookimpl, testing
+from memory_router.kit import ProviderContext, ProviderSpec, SearchRequest
 from memory_router.testing import HashingEmbedder
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memory_router import best_lines, best_runs, keyword_coverage
 from memory_router._search.snippets import best_window
+from memory_router.kit import best_lines, best_runs, keyword_coverage
 
 LINES = [
     "# Diary",

@@ -21,14 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory_router import (
-    Config,
-    EmbeddingProvider,
-    ProviderContext,
-    ProviderSpec,
-    hookimpl,
-    load_config,
-)
+from memory_router import Config, hookimpl, load_config
+from memory_router.kit import EmbeddingProvider, ProviderContext, ProviderSpec
 
 if TYPE_CHECKING:
     from ._contract import BackendContract
