@@ -19,7 +19,6 @@ import importlib
 import importlib.util
 import sys
 import types
-import typing
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -102,29 +101,44 @@ def public_api(
 def publish(value: Any, public: str) -> None:
     """Set ``value.__module__`` to ``public`` for a class or function of a private module.
 
-    A class's own string annotations (``from __future__ import annotations``) are resolved
-    first, in the module that defined them: ``typing.get_type_hints`` looks names up in
-    the module ``__module__`` names, and the public module does not hold them.
-    Annotations naming what the defining module imports only for type checkers stay
-    strings, as unresolvable as before.
+    A class's own string annotations (``from __future__ import annotations``) are
+    evaluated first, in the module that defined them: ``typing.get_type_hints`` looks
+    names up in the module ``__module__`` names, and the public module does not hold
+    them. An annotation naming what the defining module imports only for type checkers
+    stays a string, as unresolvable as before.
     """
     if not isinstance(value, type | types.FunctionType) or not _private(value.__module__):
         return
     if isinstance(value, type):
-        import inspect  # loaded by then (dataclasses imports it); `import memory_router` is not
-
-        own = inspect.get_annotations(value)
-        if any(isinstance(hint, str) for hint in own.values()):
-            try:
-                hints = typing.get_type_hints(value, include_extras=True)
-            except (NameError, TypeError):
-                pass
-            else:
-                value.__annotations__ = {name: hints[name] for name in own}
+        _evaluate_annotations(value)
     value.__module__ = public
 
 
 _MISSING = object()
+_COMPILED: dict[str, types.CodeType] = {}
+
+
+def _evaluate_annotations(cls: type) -> None:
+    """Replace ``cls``'s own string annotations by their values, as ``get_type_hints``
+    would evaluate them (in the defining module's namespace); compiled once per string,
+    since the same few (``str``, ``int | None``…) recur across every value class."""
+    import inspect  # loaded by then (dataclasses imports it); `import memory_router` is not
+
+    own = inspect.get_annotations(cls)
+    namespace = vars(sys.modules[cls.__module__])
+    changed = False
+    for name, hint in own.items():
+        if isinstance(hint, str):
+            code = _COMPILED.get(hint)
+            if code is None:
+                code = _COMPILED[hint] = compile(hint, "<annotation>", "eval")
+            try:
+                own[name] = eval(code, namespace)
+            except (NameError, AttributeError, TypeError):
+                continue
+            changed = True
+    if changed:
+        cls.__annotations__ = own
 
 
 def _private(module: str) -> bool:
