@@ -28,7 +28,7 @@ backend's hybrid has the same semantics.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -72,9 +72,6 @@ class VectorScale:
         if span <= 0:
             return 1.0 if cosine >= self.ceiling else 0.0
         return min(1.0, max(0.0, (cosine - self.floor) / span))
-
-
-Normaliser = Callable[[Mapping[str, float]], dict[str, float]]
 
 
 def _combine(
