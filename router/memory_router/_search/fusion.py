@@ -176,7 +176,7 @@ def convex_fusion(
     """Calibrated cosine and best-scaled keyword scores in a convex combination.
 
     ``coverage`` (id → share of the query's keywords the chunk holds, see
-    :func:`~memory_router.keyword_coverage`) multiplies the keyword side, so one common
+    :func:`~memory_router.kit.keyword_coverage`) multiplies the keyword side, so one common
     word shared with a long question does not count as a full keyword match; and both
     sides are scaled by the :func:`query_support` it gives, so a question the memory holds
     only one word of scores low everywhere.

@@ -78,11 +78,13 @@ def public_api(
     def publish_loaded() -> None:
         """Publish and keep every pending name whose module is loaded (by anyone)."""
         for name, module_name in list(pending.items()):
-            value = getattr(sys.modules.get(module_name), name, _MISSING)
-            if value is not _MISSING:  # else not loaded yet, or still loading
-                publish(value, package)
-                namespace[name] = value
-                del pending[name]
+            module = sys.modules.get(module_name)
+            if module is None or _initializing(module):
+                continue
+            value = getattr(module, name)
+            publish(value, package)
+            namespace[name] = value
+            pending.pop(name, None)  # another thread may have published it meanwhile
 
     def __getattr__(name: str) -> Any:
         module = table.get(name)
@@ -114,7 +116,6 @@ def publish(value: Any, public: str) -> None:
     value.__module__ = public
 
 
-_MISSING = object()
 _COMPILED: dict[str, types.CodeType] = {}
 
 
@@ -139,6 +140,12 @@ def _evaluate_annotations(cls: type) -> None:
             changed = True
     if changed:
         cls.__annotations__ = own
+
+
+def _initializing(module: types.ModuleType) -> bool:
+    """True while the module's code runs (importlib's own flag): its later names, and the
+    names its annotations refer to, do not exist yet."""
+    return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
 
 
 def _private(module: str) -> bool:
