@@ -42,7 +42,8 @@ from typing import Any
 import numpy as np
 from bench_sqlite import percentiles, queries, write_corpus
 
-from memory_router import Chunk, Router, SearchRequest, testing
+from memory_router import Router, testing
+from memory_router.kit import Chunk, SearchRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))

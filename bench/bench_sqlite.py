@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from memory_router import Router, SearchRequest, testing
+from memory_router import Router, testing
+from memory_router.kit import SearchRequest
 
 MAX_FILES = 10_000
 

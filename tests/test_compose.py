@@ -87,7 +87,7 @@ def test_lancedb_profile_config_points_every_replica_at_the_store() -> None:
     environ = {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}
     config = load_config(COMPOSE / "config.lancedb.toml", environ=environ)
     assert config.router.chain == ("lancedb", "sqlite")
-    from memory_router import parse_settings
+    from memory_router.kit import parse_settings
     from memory_router_lancedb import LanceSettings
 
     settings = parse_settings(

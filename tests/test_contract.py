@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from memory_router import get_plugin_manager
 from memory_router._plugins import provider_specs
+from memory_router.kit import get_plugin_manager
 from memory_router.testing import BackendContract, HashingEmbedder
 
 

@@ -16,10 +16,14 @@ from typing import Any
 import click
 import pytest
 
-from memory_router import Config, Secret, get_plugin_manager, hookspecs
+import memory_router
+import memory_router.agent
+import memory_router.kit
+from memory_router import Config, hookspecs
 from memory_router._config.settings import toml_name
 from memory_router._plugins import backend_specs
 from memory_router.cli import build_cli, load_all
+from memory_router.kit import Secret, get_plugin_manager
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -148,6 +152,21 @@ def test_hook_has_a_test(hook: str) -> None:
         if path.name != Path(__file__).name and hook in path.read_text(encoding="utf-8")
     ]
     assert users, f"no test under tests/ uses the hook {hook}"
+
+
+PUBLIC = [
+    (module.__name__, name)
+    for module in (memory_router, memory_router.kit, memory_router.agent)
+    for name in module.__all__
+]
+
+
+@pytest.mark.parametrize(("module", "name"), PUBLIC)
+def test_public_name_documented(module: str, name: str) -> None:
+    """Every exported name appears in docs/api.md, under its module's section."""
+    api = sections((DOCS / "api.md").read_text(encoding="utf-8"))
+    section = next(body for heading, body in api.items() if heading.startswith(f"`{module}`"))
+    assert f"`{name}`" in section, f"document {module}.{name} in docs/api.md"
 
 
 def test_readme_quick_start_is_two_make_targets() -> None:

@@ -12,25 +12,27 @@ from typing import Any
 import numpy as np
 
 from memory_router import (
-    Backend,
-    BackendContext,
-    BackendResult,
     BackendStatus,
-    Chunk,
     EmbeddingError,
     EntryMatch,
-    EntryRequest,
     Hit,
     MemoryRouterError,
     Progress,
+    SyncReport,
+    Unsupported,
+    no_progress,
+)
+from memory_router.kit import (
+    Backend,
+    BackendContext,
+    BackendResult,
+    Chunk,
+    EntryRequest,
     SearchRequest,
     Snapshot,
     Staging,
-    SyncReport,
     SyncTally,
-    Unsupported,
     fuse_chunks,
-    no_progress,
     wait_future,
 )
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memory_router import ScoredChunk, query_keywords
+from memory_router.kit import ScoredChunk, query_keywords
 
 from ._store import Tables, in_list, quote
 

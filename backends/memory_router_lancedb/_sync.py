@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memory_router import Chunk, Document, Embedder, Progress, Snapshot, SyncTally, rebuild_reason
+from memory_router import Progress
+from memory_router.kit import Chunk, Document, Embedder, Snapshot, SyncTally, rebuild_reason
 
 from . import _schema
 from ._lance import with_retries

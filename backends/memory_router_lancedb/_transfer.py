@@ -10,7 +10,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from memory_router import Category, Chunk, Entry
+from memory_router import Category, Entry
+from memory_router.kit import Chunk
 
 from . import _schema
 from ._store import LanceStore, Tables, in_list

@@ -15,19 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from memory_router import (
-    Backend,
-    BackendContext,
     BackendError,
-    BackendResult,
     BackendStatus,
     BackendUnavailable,
     InvalidInput,
     MemoryRouterError,
     Progress,
-    SearchRequest,
-    Snapshot,
     SyncReport,
     no_progress,
+)
+from memory_router.kit import (
+    Backend,
+    BackendContext,
+    BackendResult,
+    SearchRequest,
+    Snapshot,
     query_keywords,
 )
 

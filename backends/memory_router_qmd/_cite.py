@@ -23,7 +23,7 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from memory_router import best_runs, decode, keyword_coverage
+from memory_router.kit import best_runs, decode, keyword_coverage
 
 from ._results import RawHit
 

@@ -23,15 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_router import (
-    BackendError,
-    BackendTimeout,
-    BackendUnavailable,
-    communicate,
-    join_thread,
-    signal_child,
-    spawn_child,
-)
+from memory_router import BackendError, BackendTimeout, BackendUnavailable
+from memory_router.kit import communicate, join_thread, signal_child, spawn_child
 
 from ._locate import QmdCommand
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from memory_router import query_keywords
+from memory_router.kit import query_keywords
 
 MAX_SEARCHES = 10
 _SPACE = re.compile(r"\s+")

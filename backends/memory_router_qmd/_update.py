@@ -27,7 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_router import BackendError, MemoryRouterError, acquire_lock
+from memory_router import BackendError, MemoryRouterError
+from memory_router.kit import acquire_lock
 
 from ._process import QmdRunner
 

@@ -8,25 +8,27 @@ from datetime import datetime
 from typing import Any, cast
 
 from memory_router import (
-    Backend,
-    BackendContext,
-    BackendResult,
     BackendStatus,
     Category,
-    Chunk,
     EmbeddingError,
     Entry,
     Hit,
     MemoryRouterError,
     NotFound,
     Progress,
+    SyncReport,
+    no_progress,
+)
+from memory_router.kit import (
+    Backend,
+    BackendContext,
+    BackendResult,
+    Chunk,
     SearchRequest,
     Snapshot,
     Staging,
-    SyncReport,
     SyncTally,
     fuse_chunks,
-    no_progress,
 )
 
 from . import _search

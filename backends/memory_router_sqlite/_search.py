@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from memory_router import (
+from memory_router.kit import (
     ScoredChunk,
     bm25_to_score,
     build_match_query,

@@ -15,7 +15,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from memory_router import BackendUnavailable, MemoryRouterError, acquire_lock
+from memory_router import BackendUnavailable, MemoryRouterError
+from memory_router.kit import acquire_lock
 
 from ._damage import (
     diagnose,

@@ -14,11 +14,11 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memory_router import (
+from memory_router import Progress
+from memory_router.kit import (
     Chunk,
     Document,
     Embedder,
-    Progress,
     Snapshot,
     SyncTally,
     prefetch,

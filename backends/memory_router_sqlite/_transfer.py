@@ -11,7 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from memory_router import BackendUnavailable, Category, Chunk, Entry, Staging
+from memory_router import BackendUnavailable, Category, Entry
+from memory_router.kit import Chunk, Staging
 
 from ._db import Connection, ensure_vec, table_exists, transaction, write_meta
 from ._store import Store, remove_db

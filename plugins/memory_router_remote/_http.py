@@ -18,7 +18,8 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from memory_router import EmbeddingError, EmbeddingProvider, ProviderContext
+from memory_router import EmbeddingError
+from memory_router.kit import EmbeddingProvider, ProviderContext
 
 if TYPE_CHECKING:  # imported when a provider is built: plugin discovery stays light
     import tenacity

@@ -23,14 +23,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memory_router import (
-    BackendError,
-    InvalidInput,
-    MemoryRouterError,
-    NotFound,
-    capture,
-    recall_block,
-)
+from memory_router import BackendError, InvalidInput, MemoryRouterError, NotFound
+from memory_router.agent import capture, recall_block
 
 from ._service import Service
 from ._shapes import dumps

@@ -15,7 +15,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
-from memory_router import MemoryRouterError, __version__, capture, recall_block
+from memory_router import MemoryRouterError, __version__
+from memory_router.agent import capture, recall_block
 
 from ._service import Service
 from ._shapes import (

@@ -21,16 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import (
-    BackendUnavailable,
-    Config,
-    NotFound,
-    ProviderSpec,
-    Router,
-    hookimpl,
-    migrate,
-    testing,
-)
+from memory_router import BackendUnavailable, Config, NotFound, Router, hookimpl, migrate, testing
+from memory_router.kit import ProviderSpec
 from memory_router.testing import HashingEmbedder
 from s3_helpers.counting_proxy import CountingProxy, no_delay
 from s3_helpers.moto_server import BUCKET, S3Server

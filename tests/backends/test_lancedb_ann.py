@@ -8,7 +8,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from memory_router import Router, SearchRequest, testing
+from memory_router import Router, testing
+from memory_router.kit import SearchRequest
 
 WORDS = [f"w{i}" for i in range(400)]
 

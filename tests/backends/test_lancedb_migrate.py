@@ -8,16 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import (
-    MemoryRouterError,
-    NotFound,
-    Router,
-    SearchRequest,
-    SyncReport,
-    migrate,
-    testing,
-)
+from memory_router import MemoryRouterError, NotFound, Router, SyncReport, migrate, testing
 from memory_router._ops import doctor as _doctor
+from memory_router.kit import SearchRequest
 from migrate_support import CountingEmbedder, corpus, lance_router
 
 KILN = "# Kiln\n\nThe kiln reached 1240 degrees on the third firing.\n"

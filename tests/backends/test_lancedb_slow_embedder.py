@@ -9,7 +9,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from memory_router import ProviderSpec, Router, SearchRequest, hookimpl, testing
+from memory_router import Router, hookimpl, testing
+from memory_router.kit import ProviderSpec, SearchRequest
 from memory_router.testing import HashingEmbedder
 from s3_helpers.moto_server import BUCKET, S3Server
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from memory_router import BackendUnavailable, Router, SearchRequest
+from memory_router import BackendUnavailable, Router
+from memory_router.kit import SearchRequest
 from s3_helpers.corpus import lance_router
 from s3_helpers.counting_proxy import CountingProxy
 from s3_helpers.moto_server import BUCKET, S3Server

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from memory_router import Router, SearchRequest
+from memory_router import Router
+from memory_router.kit import SearchRequest
 from memory_router.testing import BackendContract
 from memory_router_qmd import QmdSettings
 from memory_router_qmd._locate import locate

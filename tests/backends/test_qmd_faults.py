@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import BackendError, BackendTimeout, BackendUnavailable, SearchRequest
+from memory_router import BackendError, BackendTimeout, BackendUnavailable
+from memory_router.kit import SearchRequest
 from qmd_fakes.helpers import install_fake, make_backend, make_router, set_behaviour, snapshot_for
 from qmd_fakes.processes import running_from, wait_until
 

@@ -22,9 +22,9 @@ from memory_router import (
     BackendUnavailable,
     MemoryRouterError,
     Router,
-    SearchRequest,
     testing,
 )
+from memory_router.kit import SearchRequest
 from memory_router_sqlite import choose_driver, connect
 from memory_router_sqlite._damage import unwritable_hint
 

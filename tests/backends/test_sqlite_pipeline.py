@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from memory_router import ProviderContext, ProviderSpec, Router, hookimpl, testing
+from memory_router import Router, hookimpl, testing
+from memory_router.kit import ProviderContext, ProviderSpec
 from memory_router.testing import HashingEmbedder
 
 

@@ -11,16 +11,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_router import (
+from memory_router import EmbeddingError, Router, hookimpl, testing
+from memory_router.kit import (
     BackendResult,
-    EmbeddingError,
     ProviderContext,
     ProviderSpec,
-    Router,
     SearchRequest,
-    hookimpl,
     keyword_coverage,
-    testing,
 )
 from memory_router.testing import HashingEmbedder, publish_chunks
 

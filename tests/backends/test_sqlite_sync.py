@@ -16,16 +16,8 @@ from typing import Any
 
 import pytest
 
-from memory_router import (
-    BackendError,
-    EmbeddingError,
-    ProviderContext,
-    ProviderSpec,
-    Router,
-    SearchRequest,
-    hookimpl,
-    testing,
-)
+from memory_router import BackendError, EmbeddingError, Router, hookimpl, testing
+from memory_router.kit import ProviderContext, ProviderSpec, SearchRequest
 from memory_router.testing import HashingEmbedder, publish_chunks
 
 

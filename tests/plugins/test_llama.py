@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_router import Config, EmbeddingError, ProviderContext
+from memory_router import Config, EmbeddingError
+from memory_router.kit import ProviderContext
 from memory_router_llama import LlamaProvider, create, resolve_model, truncate
 from memory_router_minilm import MiniLMProvider, model_dir
 

@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from memory_router import Config, ProviderContext
+from memory_router import Config
+from memory_router.kit import ProviderContext
 from memory_router_minilm import MiniLMProvider, create, model_dir
 from memory_router_minilm._bert import BertEncoder, length_batches
 from memory_router_minilm._fast import MIN_COSINE, agrees, pick_fast_route, verified
@@ -211,7 +212,7 @@ def test_a_damaged_model_is_an_embedding_error_with_the_fix(tmp_path, damaged: s
 
 
 def test_int8_route_is_close_to_fp32_keyed_apart_and_built_once(tmp_path, minilm) -> None:  # type: ignore[no-untyped-def]
-    from memory_router import provider_key
+    from memory_router.kit import provider_key
     from memory_router_minilm import MiniLMInt8Provider
 
     int8 = MiniLMInt8Provider(model_dir(), threads=2, cache_dir=tmp_path)

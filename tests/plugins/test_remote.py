@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from loopback import LoopbackServer, Reply, Request
 
-from memory_router import Config, EmbeddingError, ProviderContext, provider_key
+from memory_router import Config, EmbeddingError
+from memory_router.kit import ProviderContext, provider_key
 from memory_router_remote import (
     GeminiProvider,
     HttpProvider,
@@ -368,7 +369,7 @@ def test_embedder_keeps_up_to_concurrency_requests_in_flight(
 ) -> None:
     import threading
 
-    from memory_router import Embedder
+    from memory_router.kit import Embedder
 
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     lock = threading.Lock()

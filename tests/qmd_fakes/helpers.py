@@ -7,7 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from memory_router import BackendContext, MemoryRouterError, Router, load_config
+from memory_router import MemoryRouterError, Router, load_config
+from memory_router.kit import BackendContext
 from memory_router_qmd import QmdBackend, QmdModels, QmdSettings
 from memory_router_qmd._locate import locate
 

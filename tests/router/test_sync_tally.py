@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import Embedder, EmbeddingCache
 from memory_router._backend import SyncTally, rebuild_reason
+from memory_router.kit import Embedder, EmbeddingCache
 from memory_router.testing import HashingEmbedder
 
 STORED = {"model": "hash-384", "vectorDims": 384, "sources": ["memory"], "chunkTokens": 200}

@@ -1,7 +1,7 @@
 """Which part of a long chunk a snippet shows: the lines that match the most query terms.
 
 A chunk longer than ``max_snippet_chars`` used to be cut at its head, so an answer in its
-second half was never shown to the agent. :func:`best_window` picks the run of whole lines
+second half was never shown to the agent. :func:`window` picks the run of whole lines
 that fits the budget and holds the most distinct query keywords (ties: the earliest);
 :func:`best_lines` gives such a run as line numbers, for a backend that cites lines of a
 whole document, and :func:`best_runs` the next best runs too. Keywords may be weighted
@@ -113,12 +113,6 @@ def term_weights(terms: list[frozenset[str]]) -> dict[str, float]:
         for term in found:
             counts[term] = counts.get(term, 0) + 1
     return {t: math.log(1 + len(terms) / n) for t, n in counts.items()}
-
-
-def best_window(text: str, query: str, max_chars: int) -> str:
-    """``text`` if it fits; else the window of whole lines with the most telling query terms
-    (see :func:`window`)."""
-    return window(text, query, max_chars)[1]
 
 
 def window(text: str, query: str, max_chars: int) -> tuple[int, str]:

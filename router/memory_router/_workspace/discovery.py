@@ -112,16 +112,12 @@ def _roots(workspace: Path, extra_paths: Sequence[Path]) -> Iterator[str]:
         yield os.path.normpath(os.path.join(base, extra))
 
 
-def list_memory_files(workspace: Path, extra_paths: Sequence[Path]) -> list[Path]:
+def list_memory_files(workspace: Path, extra_paths: Sequence[Path]) -> list[str]:
     """Every memory file of ``workspace`` plus ``extra_paths``, once each, sorted.
 
     Relative extra paths are taken relative to the workspace. Never raises for a path that
     is missing or unreadable.
     """
-    return [Path(p) for p in _list_files(workspace, extra_paths)]
-
-
-def _list_files(workspace: Path, extra_paths: Sequence[Path]) -> list[str]:
     seen: set[str] = set()
     result: list[str] = []
     for root in _roots(workspace, extra_paths):
@@ -228,11 +224,6 @@ class Found(NamedTuple):
     warnings: dict[str, str]
 
 
-def discover_documents(config: Config, known: KnownFiles | None = None) -> list[Document]:
-    """:func:`discover`'s documents."""
-    return discover(config, known).documents
-
-
 def discover(config: Config, known: KnownFiles | None = None) -> Found:
     """The workspace's memory files as :class:`Document` records, sorted by path.
 
@@ -251,7 +242,7 @@ def discover(config: Config, known: KnownFiles | None = None) -> Found:
     journal_rel = relative_path(workspace, journal)
     documents = []
     warnings: dict[str, str] = {}
-    for path in _list_files(workspace, [*extra, journal]):
+    for path in list_memory_files(workspace, [*extra, journal]):
         rel = _relative_fast(base, path)
         kind = "journal" if rel == journal_rel else "markdown"
         doc = _document(path, rel, kind, known, warnings)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import pluggy
 
 from memory_router._config.config import Config, load_config
 from memory_router._exceptions import InvalidInput
@@ -17,7 +18,7 @@ from memory_router._ops.bench import METRICS, Variant, VariantReport, run_varian
 from memory_router._ops.bench_data import BenchSet, load_beir, load_locomo
 from memory_router._search.fusion import FUSION_METHODS
 
-from ._app import echo_json, state
+from ._app import CliState, echo_json, state
 
 SHORT = {
     "recall@1": "R@1",
@@ -132,6 +133,26 @@ def _run(
     as_json: bool,
 ) -> None:
     cli = state(ctx)
+    config = _bench_config(cli, provider=provider, modes=modes)
+    if limit > 0:
+        dataset = dataclasses.replace(dataset, groups=dataset.groups[:limit])
+    cache_path = (
+        Path(cache).expanduser()
+        if cache
+        else config.state_path / "bench" / "embedding-cache.sqlite"
+    )
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    variants = _variants(config, backends, modes, fusions)
+    reports = _measure(dataset, variants, config, cache_path, cli.pm, quiet=as_json)
+    if as_json:
+        echo_json(_as_json(dataset, reports))
+    else:
+        click.echo(render(dataset, reports))
+
+
+def _bench_config(cli: CliState, *, provider: str | None, modes: Sequence[str]) -> Config:
+    """The configuration the variants start from: the CLI's, with ``--provider``; hybrid
+    (asked for, or by default) needs a provider."""
     overrides = cli.overrides()
     if provider:
         overrides["embedding"] = {"provider": provider}
@@ -142,18 +163,23 @@ def _run(
             key="embedding.provider",
             hint="pass --provider minilm (or another provider), or --mode keyword",
         )
-    if limit > 0:
-        dataset = dataclasses.replace(dataset, groups=dataset.groups[:limit])
-    cache_path = (
-        Path(cache).expanduser()
-        if cache
-        else config.state_path / "bench" / "embedding-cache.sqlite"
-    )
-    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    return config
+
+
+def _measure(
+    dataset: BenchSet,
+    variants: Sequence[Variant],
+    config: Config,
+    cache: Path,
+    pm: pluggy.PluginManager,
+    *,
+    quiet: bool,
+) -> list[VariantReport]:
+    """Each variant's report, each indexed from scratch in a temporary folder."""
     reports = []
     with tempfile.TemporaryDirectory(prefix="memory-router-bench-") as tmp:
-        for variant in _variants(config, backends, modes, fusions):
-            if not as_json:
+        for variant in variants:
+            if not quiet:
                 click.echo(f"running {variant.label} on {dataset.query_count} queries…", err=True)
             reports.append(
                 run_variant(
@@ -161,24 +187,23 @@ def _run(
                     variant,
                     base=config,
                     work_dir=Path(tmp),
-                    cache=cache_path,
-                    plugin_manager=cli.pm,
+                    cache=cache,
+                    plugin_manager=pm,
                 )
             )
-    if as_json:
-        echo_json(
-            {
-                "dataset": {
-                    "name": dataset.name,
-                    "source": dataset.source,
-                    "sha256": dataset.sha256,
-                    "queries": dataset.query_count,
-                },
-                "variants": [r.to_dict() for r in reports],
-            }
-        )
-        return
-    click.echo(render(dataset, reports))
+    return reports
+
+
+def _as_json(dataset: BenchSet, reports: Sequence[VariantReport]) -> dict[str, Any]:
+    return {
+        "dataset": {
+            "name": dataset.name,
+            "source": dataset.source,
+            "sha256": dataset.sha256,
+            "queries": dataset.query_count,
+        },
+        "variants": [r.to_dict() for r in reports],
+    }
 
 
 def _row(label: str, metrics: Any, extra: Sequence[str]) -> str:

@@ -86,10 +86,7 @@ def migrate(
     embedding cache when they do not. The target is built beside its live index and
     switched over when complete.
     """
-    if (source is None) == (source_path is None):
-        raise click.UsageError("give exactly one of --from NAME and --from-path PATH")
-    if target is not None and target_path is not None:
-        raise click.UsageError("give at most one of --to NAME and --to-path PATH")
+    _check_endpoints(source, source_path, target, target_path)
     asked = _read_queries(queries)
     if verify is None and (asked or min_overlap is not None or verify_only):
         verify = DEFAULT_QUERIES
@@ -112,6 +109,21 @@ def migrate(
         echo_json(report.to_dict())
     else:
         _print_report(report)
+    if not _overlap_holds(report, min_overlap):
+        ctx.exit(EXIT_ERROR)
+
+
+def _check_endpoints(
+    source: str | None, source_path: str | None, target: str | None, target_path: str | None
+) -> None:
+    if (source is None) == (source_path is None):
+        raise click.UsageError("give exactly one of --from NAME and --from-path PATH")
+    if target is not None and target_path is not None:
+        raise click.UsageError("give at most one of --to NAME and --to-path PATH")
+
+
+def _overlap_holds(report: MigrationReport, min_overlap: float | None) -> bool:
+    """False, saying so, when the verification's overlap is below ``--min-overlap``."""
     checked = report.verify
     if checked is not None and min_overlap is not None and checked.overlap < min_overlap:
         click.echo(
@@ -119,7 +131,8 @@ def migrate(
             f" is below --min-overlap {min_overlap}",
             err=True,
         )
-        ctx.exit(EXIT_ERROR)
+        return False
+    return True
 
 
 def _migrate_or_explain(

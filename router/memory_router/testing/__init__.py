@@ -22,16 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory_router import (
-    Backend,
-    Chunk,
-    Config,
-    EmbeddingProvider,
-    ProviderContext,
-    ProviderSpec,
-    hookimpl,
-    load_config,
-)
+from memory_router import Config, hookimpl, load_config
+from memory_router.kit import Backend, Chunk, EmbeddingProvider, ProviderContext, ProviderSpec
 
 if TYPE_CHECKING:
     from ._contract import BackendContract

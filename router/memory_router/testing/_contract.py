@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from memory_router import Backend, Hit, Router, SearchRequest, SearchResponse, Unsupported, testing
+from memory_router import Hit, Router, SearchResponse, Unsupported, testing
+from memory_router.kit import Backend, SearchRequest
 
 FILES = {
     "MEMORY.md": "# Long-term memory\n\nThe user prefers green tea over coffee in the morning.\n",

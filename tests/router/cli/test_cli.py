@@ -22,24 +22,26 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memory_router import (
-    Backend,
-    BackendResult,
-    BackendSpec,
     BackendStatus,
     BackendUnavailable,
-    EmbeddingProvider,
     InvalidInput,
     Progress,
-    ProviderContext,
-    ProviderSpec,
-    SearchRequest,
-    Snapshot,
     SyncReport,
-    get_plugin_manager,
     hookimpl,
     no_progress,
 )
 from memory_router.cli import build_cli
+from memory_router.kit import (
+    Backend,
+    BackendResult,
+    BackendSpec,
+    EmbeddingProvider,
+    ProviderContext,
+    ProviderSpec,
+    SearchRequest,
+    Snapshot,
+    get_plugin_manager,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 KEYWORD_ONLY = '[embedding]\nprovider = "none"\n'

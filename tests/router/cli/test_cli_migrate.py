@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from memory_router import get_plugin_manager, testing
+from memory_router import testing
 from memory_router.cli import build_cli
+from memory_router.kit import get_plugin_manager
 
 
 def run(args: Sequence[str]) -> Result:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import InvalidInput, NotFound, Progress, Router, SearchRequest, migrate
+from memory_router import InvalidInput, NotFound, Progress, Router, migrate
 from memory_router._migrate.verify import query_of
+from memory_router.kit import SearchRequest
 from memory_router.testing import publish_chunks, write_workspace
 from migrate_support import (
     CountingEmbedder,

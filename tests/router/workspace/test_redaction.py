@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import Chunk, Router
+from memory_router import Router
 from memory_router._workspace.redact import REDACTION_VERSION, redact, redact_messages
 from memory_router._workspace.sessions import build_session_entry
+from memory_router.kit import Chunk
 from memory_router.testing import publish_chunks
 from memory_router.testing._secrets import NEAR_MISSES, SECRET_CASES, SecretCase
 
