@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,7 +62,6 @@ def test_auto_picks_minilm_when_installed(
 
 
 @pytest.mark.llama
-@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="needs llama_cpp")
 def test_auto_prefers_an_existing_local_gguf(
     write_config: Callable[..., Path], write_workspace: Callable[..., Path], minilm_gguf: Path
 ) -> None:
