@@ -8,7 +8,8 @@ import pytest
 
 from qmd_fakes.helpers import make_router
 
-pytestmark = pytest.mark.qmd  # skips when QMD is missing, fails under CI (tests/conftest.py)
+# qmd: skips where QMD is missing and fails under CI (tests/conftest.py).
+pytestmark = [pytest.mark.qmd, pytest.mark.slow]
 
 NOTES = {
     "MEMORY.md": "# Memory\n\nThe user prefers green tea over coffee.\nPriya leads billing.\n",

@@ -10,7 +10,8 @@ import pytest
 from memory_router import Router
 from memory_router.testing._secrets import SECRET_CASES
 
-pytestmark = pytest.mark.qmd  # skips when QMD is missing, fails under CI (tests/conftest.py)
+# qmd: skips where QMD is missing and fails under CI (tests/conftest.py).
+pytestmark = [pytest.mark.qmd, pytest.mark.slow]
 
 
 def write_transcript(path: Path, texts: list[str]) -> None:

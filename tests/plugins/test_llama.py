@@ -50,6 +50,7 @@ def test_truncate_keeps_the_trailing_special_token() -> None:
     assert truncate([2, 5, 6, 7], 3, [1]) == [2, 5, 6]  # no EOS present: plain cut
 
 
+@pytest.mark.slow
 @pytest.mark.llama
 def test_gguf_agrees_with_numpy_minilm(
     minilm_gguf: Path, provider_config: Callable[[str], Config]

@@ -77,6 +77,7 @@ def test_auto_prefers_an_existing_local_gguf(
     assert response.results[0].path == "memory/preferences.md"
 
 
+@pytest.mark.slow
 def test_semantic_search_with_the_offline_model(
     write_config: Callable[..., Path], write_workspace: Callable[..., Path]
 ) -> None:
@@ -118,6 +119,7 @@ def test_explicit_provider_without_fallback_fails_with_the_reason(
     assert "VOYAGE_API_KEY" in status["error"]
 
 
+@pytest.mark.slow
 def test_run_time_failure_switches_to_the_fallback(
     write_config: Callable[..., Path],
     write_workspace: Callable[..., Path],
