@@ -190,3 +190,22 @@ def test_relative_links_resolve(page: Path) -> None:
         if "://" in target:
             continue
         assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
+
+
+TEST_PATH = re.compile(r"\b(tests/[\w/.-]+\.py)(?:::(\w+))?")
+
+
+def test_the_test_files_named_in_the_docs_exist() -> None:
+    # Test files move with the code they test (docs/testing.md); a page naming one must follow.
+    pages = [ROOT / "README.md", *sorted(DOCS.glob("*.md")), *sorted(ROOT.glob("bench/*.md"))]
+    missing = []
+    for page in pages:
+        for path, name in TEST_PATH.findall(page.read_text(encoding="utf-8")):
+            source = ROOT / path
+            if not source.is_file():
+                missing.append(f"{page.name}: {path}")
+            elif name and not re.search(rf"^\s*(def|class) {name}\b", source.read_text(), re.M):
+                missing.append(f"{page.name}: {path}::{name}")
+    assert not missing, "the docs name test files or tests that do not exist:\n" + "\n".join(
+        missing
+    )

@@ -18,11 +18,10 @@ from memory_router.testing import BackendContract
 from memory_router_qmd import QmdSettings
 from memory_router_qmd._locate import locate
 from qmd_fakes.gguf_models import vocab_file, write_bert_embedder
-from qmd_fakes.helpers import make_backend, make_router, qmd_missing, snapshot_for
+from qmd_fakes.helpers import make_backend, make_router, snapshot_for
 
-MISSING = qmd_missing()
-
-pytestmark = [pytest.mark.qmd, pytest.mark.skipif(bool(MISSING), reason=MISSING)]
+# qmd: skips where QMD is missing and fails under CI (tests/conftest.py).
+pytestmark = [pytest.mark.qmd, pytest.mark.slow]
 
 NOTES = {
     "MEMORY.md": "# Memory\n\nThe user prefers green tea over coffee.\nPriya leads billing.\n",
@@ -212,7 +211,6 @@ def embed_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_bert_embedder(tmp_path_factory.mktemp("models") / "embed.gguf", vocab)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("use_mcp", [True, False], ids=["mcp", "cli"])
 def test_vsearch_with_a_stand_in_embedding_model(
     tmp_path: Path, workspace: Path, embed_model: Path, use_mcp: bool
@@ -249,7 +247,6 @@ def test_vsearch_with_a_stand_in_embedding_model(
     assert f'embed: "{embed_model}"' in yaml
 
 
-@pytest.mark.slow
 def test_query_mode_reranks_with_stand_in_models(
     tmp_path: Path, workspace: Path, embed_model: Path
 ) -> None:

@@ -19,6 +19,8 @@ from memory_router import Router, load_config
 from qmd_fakes.helpers import install_fake, set_chaos
 from qmd_fakes.processes import alive, running_from, wait_until
 
+pytestmark = pytest.mark.slow
+
 MODES = ["crash", "die-mid-answer", "hang", "garbage", "slow:30"]
 # Every mode on an MCP request; the quick ones on a CLI query; start faults that hang or lie.
 CASES = [

@@ -78,6 +78,7 @@ def test_a_deleted_file_keeps_qmds_lines(tmp_path: Path, fake: Path, workspace: 
     assert result.hits[0].score > 0.9  # scored on the lines QMD cited
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("use_mcp", [True, False], ids=["mcp", "cli"])
 @pytest.mark.parametrize(("behaviour", "error", "words"), FAULTS, ids=[f[0] for f in FAULTS])
 def test_fault_is_a_clear_error_within_the_deadline(
@@ -131,6 +132,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("use_mcp", [True, False], ids=["mcp", "cli"])
 def test_router_falls_back_to_sqlite_then_qmd_serves_again(
     tmp_path: Path, fake: Path, workspace: Path, use_mcp: bool
@@ -171,6 +173,7 @@ def test_router_falls_back_to_sqlite_then_qmd_serves_again(
         assert router.status().breakers["qmd"].state == "closed"
 
 
+@pytest.mark.slow
 def test_mcp_sidecar_restarts_after_crash_and_reports_it(
     tmp_path: Path, fake: Path, workspace: Path
 ) -> None:
@@ -244,6 +247,7 @@ def test_update_that_hangs_is_killed_and_reported(tmp_path: Path, workspace: Pat
     assert "within 1 s" in status["error"]
 
 
+@pytest.mark.slow
 def test_a_sync_right_after_a_hung_call_fails_at_once_without_asking_qmd_again(
     tmp_path: Path, workspace: Path
 ) -> None:

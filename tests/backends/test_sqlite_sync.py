@@ -123,6 +123,7 @@ def test_force_rebuilds_and_keeps_results(tmp_path: Path, workspace: Path) -> No
         assert [h.chunk_id for h in router.search("fact number 5").results] == before
 
 
+@pytest.mark.slow
 def test_failed_rebuild_keeps_the_old_index(tmp_path: Path) -> None:
     workspace = testing.write_workspace(tmp_path / "ws", files(700))
     with make(tmp_path, workspace, embedding="hash") as router:

@@ -20,7 +20,7 @@ def qmd_missing() -> str:
     try:
         locate(QmdSettings(), backend="qmd")
     except MemoryRouterError as error:
-        return f"QMD is not installed ({error.message}); run scripts/install-qmd.sh"
+        return error.message + (f"; {error.hint}" if error.hint else "")
     return ""
 
 

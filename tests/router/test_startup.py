@@ -172,6 +172,7 @@ def test_a_mistyped_command_is_matched_against_every_command() -> None:
         assert "'search'" in result.output
 
 
+@pytest.mark.slow
 def test_keyword_only_search_never_loads_numpy(tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
     (workspace / "memory").mkdir(parents=True)

@@ -19,8 +19,10 @@ from typing import Any
 
 import pytest
 
-from memory_router import Hit, Router, SearchResponse, Unsupported, testing
+from memory_router import Hit, Router, SearchResponse, Unsupported
 from memory_router.kit import Backend, SearchRequest
+
+from . import _helpers
 
 FILES = {
     "MEMORY.md": "# Long-term memory\n\nThe user prefers green tea over coffee in the morning.\n",
@@ -53,14 +55,14 @@ class BackendContract:
 
     @pytest.fixture
     def workspace(self, tmp_path: Path) -> Path:
-        return testing.write_workspace(tmp_path / "workspace", FILES)
+        return _helpers.write_workspace(tmp_path / "workspace", FILES)
 
     @pytest.fixture
     def make_router(self, tmp_path: Path) -> Iterator[RouterFactory]:
         routers: list[Router] = []
 
         def make(workspace: Path, **query: Any) -> Router:
-            config = testing.router_config(
+            config = _helpers.router_config(
                 tmp_path,
                 workspace,
                 backend=self.backend,
@@ -68,7 +70,7 @@ class BackendContract:
                 settings=self.backend_settings(tmp_path),
                 query={"min_score": 0.0, **query},
             )
-            router = Router.from_config(config, plugins=[testing])
+            router = Router.from_config(config, plugins=[_helpers])
             routers.append(router)
             return router
 

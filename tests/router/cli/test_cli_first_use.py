@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from test_cli_ops import run_process
 
+pytestmark = pytest.mark.slow
+
 ConfigWriter = Callable[..., Path]
 WorkspaceWriter = Callable[..., Path]
 KEYWORD_ONLY = '[embedding]\nprovider = "none"\n[query]\nmin_score = 0.0\n'

@@ -127,6 +127,7 @@ def test_migrate_into_an_index_file_with_to_path(setup: tuple[Path, Path]) -> No
     assert "Hint: give --to-path the file to write" in folder.output
 
 
+@pytest.mark.slow
 def test_an_interrupted_migration_says_how_to_continue_and_doctor_shows_it(
     write_workspace: Callable[..., Path],
     write_config: Callable[..., Path],

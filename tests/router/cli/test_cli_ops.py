@@ -90,6 +90,7 @@ def test_status_exits_1_when_no_backend_can_answer(config: Path) -> None:
     assert json.loads(as_json.stdout)["can_answer"] is False
 
 
+@pytest.mark.slow
 def test_breakers_and_fallbacks_seen_by_one_process_show_in_status_from_another(
     write_workspace: WorkspaceWriter, write_config: ConfigWriter
 ) -> None:
@@ -205,6 +206,7 @@ def test_agents_lists_every_agent_with_size_and_health(
 # -- workspace checks --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_missing_workspace_is_an_error_and_keeps_the_index(
     write_workspace: WorkspaceWriter, write_config: ConfigWriter, tmp_path: Path
 ) -> None:
@@ -319,6 +321,7 @@ def test_a_search_during_another_index_answers_from_the_existing_index(config: P
     assert "Hint: let it finish" in waited.output
 
 
+@pytest.mark.slow
 def test_two_concurrent_index_processes_build_once(
     write_workspace: WorkspaceWriter, write_config: ConfigWriter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -351,6 +354,7 @@ def test_two_concurrent_index_processes_build_once(
     assert not list(state.glob("memory.sqlite.tmp-*"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["search", "index"])
 def test_ctrl_c_during_a_first_index_build_ends_it_at_once_and_loses_nothing(
     write_workspace: WorkspaceWriter,
@@ -461,6 +465,7 @@ def test_a_bogus_mode_is_refused_by_the_backend_that_would_answer(
     assert "Fallback" not in refused.output  # refused, not treated as a backend failure
 
 
+@pytest.mark.slow
 def test_user_fixable_errors_carry_a_hint(
     config: Path, write_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
