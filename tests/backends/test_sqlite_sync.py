@@ -184,7 +184,7 @@ def test_a_staged_copy_raises_no_driver_error(tmp_path: Path, workspace: Path) -
         chunks = list(backend.export_chunks())
         odd = dataclasses.replace(chunks[0], id="odd", text=object())  # type: ignore[arg-type]
         with pytest.raises(BackendError, match="sqlite migrate failed") as raised:
-            publish_chunks(backend, [*chunks, odd], fingerprint=router.fingerprint())
+            publish_chunks(backend, [*chunks, odd], fingerprint=router.fingerprint().to_dict())
         assert type(raised.value) is BackendError  # one bad value: the file is fine
         assert not list(tmp_path.glob("state/**/*.migrating*"))  # discarded
         assert len(list(backend.export_chunks())) == len(chunks)
