@@ -91,11 +91,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Clear ``MEMORY_ROUTER_*`` variables and hide the user's config directory."""
+    """Clear ``MEMORY_ROUTER_*`` variables and hide the user's config directory.
+
+    QMD backends stay keyword-only unless a test gives them a model: the offline MiniLM
+    (``[backends.qmd.models] offline``, on by default) would embed every test corpus.
+    """
     for name in list(os.environ):
         if name.startswith("MEMORY_ROUTER_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+    monkeypatch.setenv("MEMORY_ROUTER_BACKENDS__QMD__MODELS__OFFLINE", "false")
 
 
 @pytest.fixture

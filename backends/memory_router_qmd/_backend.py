@@ -40,9 +40,17 @@ from ._export import export_sessions, load_line_maps, purge_old_redaction
 from ._index import keyword_weights, read_stats
 from ._locate import locate
 from ._mcp import McpSidecar
-from ._models import Preflight
+from ._models import Preflight, with_offline_embed
 from ._process import QmdRunner
-from ._results import RELAXED_COVERAGE, SCORING, RawHit, calibrated, parse_items, to_hits
+from ._results import (
+    RELAXED_COVERAGE,
+    SCORING,
+    RawHit,
+    calibrated,
+    explained_score,
+    parse_items,
+    to_hits,
+)
 from ._settings import MODES, QmdSettings
 from ._update import UpdateCycle, reported_counts
 
@@ -64,7 +72,8 @@ class QmdBackend(Backend):
             kill_grace_s=self.settings.kill_grace_s,
         )
         self.export_dir = context.state_dir / "sessions-export"
-        self.preflight = Preflight.check(self.settings.models)
+        self.models, self.model_note = with_offline_embed(self.settings.models, context.state_dir)
+        self.preflight = Preflight.check(self.models)
         self._collections: dict[str, Collection] = {}
         self._line_maps = load_line_maps(self.export_dir)
         self._lock = threading.Lock()
@@ -99,7 +108,7 @@ class QmdBackend(Backend):
         """
         collections = managed_collections(self.context.config, self.export_dir)
         models = {
-            role: str(Path(getattr(self.settings.models, role)).expanduser())
+            role: str(Path(getattr(self.models, role)).expanduser())
             for role in ("embed", "generate", "rerank")
             if self.preflight.usable(role)
         }
@@ -132,9 +141,13 @@ class QmdBackend(Backend):
         timeout = self.settings.timeout_for(mode)
         if request.timeout is not None:
             timeout = max(0.1, min(timeout, request.timeout))
-        raw = parse_items(
-            self._query(mode, request, items, sorted(collections), timeout), backend=self.name
-        )
+        # QMD ranks each named collection on its own and merges them by score; without
+        # reranking a score is 1/rank, so every collection's first hit would tie at 1.
+        # Vector and hybrid modes search the whole index (all ours) as one ranked list
+        # when every collection is wanted, and drop unknown collections afterwards.
+        every = mode != "search" and set(collections) == set(self._collections)
+        names = [] if every else sorted(collections)
+        raw = parse_items(self._query(mode, request, items, names, timeout), backend=self.name)
         if mode == "search":
             raw = self._cite(raw, collections, request.query)
         hits = to_hits(
@@ -187,14 +200,20 @@ class QmdBackend(Backend):
         timeout: float,
     ) -> Any:
         expand = mode == "query" and self.preflight.usable("generate")
-        rerank = mode == "query"
+        rerank = mode == "query" and self.preflight.usable("rerank")
+        if mode != "search" and not rerank:
+            # QMD ranks each collection on its own and merges them by score; without the
+            # reranker a score is 1/rank, so every collection's first hit ties at 1. The
+            # CLI's --explain gives each hit's real backend scores: rank by those.
+            return self._explained(request, items, collections, timeout, mode)
         if self.settings.use_mcp:
             arguments: dict[str, Any] = {
-                "collections": collections,
                 "limit": request.candidates,
                 "candidateLimit": _candidate_limit(request),
                 "rerank": rerank,
             }
+            if collections:
+                arguments["collections"] = collections
             if expand:
                 arguments["query"] = _queries.vec_text(request.query)
             else:
@@ -221,6 +240,36 @@ class QmdBackend(Backend):
                 f"qmd query printed something that is not JSON: {output.strip()[:200]!r}",
                 backend=self.name,
             ) from None
+
+    def _explained(
+        self,
+        request: SearchRequest,
+        items: list[dict[str, str]],
+        collections: list[str],
+        timeout: float,
+        mode: str,
+    ) -> list[Any]:
+        """``query --no-rerank --explain``, each hit scored by its backend scores (see
+        :func:`._results.explained_score`) and sorted by them."""
+        args = ["query", "--format", "json", "--no-rerank", "--explain"]
+        args += ["-n", str(request.candidates)]
+        for name in collections:
+            args += ["-c", name]
+        document = _queries.typed_document(items)
+        output = self.runner.run([*args, "--", document], timeout=timeout, abandon=True).stdout
+        try:
+            found = json.loads(output)
+        except ValueError:
+            raise BackendUnavailable(
+                f"qmd query printed something that is not JSON: {output.strip()[:200]!r}",
+                backend=self.name,
+            ) from None
+        if not isinstance(found, list):
+            return found  # type: ignore[no-any-return]  # parse_items reports the shape
+        for item in found:
+            if isinstance(item, dict):
+                item["score"] = explained_score(item.get("explain"), mode)
+        return sorted(found, key=lambda i: -i["score"] if isinstance(i, dict) else 0.0)
 
     # -- sync ---------------------------------------------------------------------------
 
@@ -286,6 +335,7 @@ class QmdBackend(Backend):
             "effective_mode": mode,
             "mode_notes": list(notes),
             "models": {r: p or "ok" for r, p in self.preflight.problems.items()},
+            "model_note": self.model_note,
             "collections": self._collection_status(stats.documents),
             "vectors": stats.vectors,
             "last_update": self.cycle.last_update.to_dict() if self.cycle.last_update else None,

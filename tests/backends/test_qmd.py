@@ -158,9 +158,7 @@ def test_modes_without_models_degrade_to_search_and_say_so(tmp_path: Path, works
         backend.close()
     assert result.mode == vsearch.mode == "search"
     assert [h.path for h in result.hits] == ["memory/Big Notes #1.md"]
-    assert any(
-        "query mode unavailable" in n and "rerank model not configured" in n for n in result.notes
-    )
+    assert any("query mode unavailable" in n and "is not a GGUF file" in n for n in result.notes)
     assert any("is not a GGUF file" in n for n in vsearch.notes)
     assert elapsed < 5  # never waits on a download
     assert status.details["effective_mode"] == "search"
@@ -239,8 +237,8 @@ def test_vsearch_with_a_stand_in_embedding_model(
     assert result.mode == "vsearch"
     assert {h.path for h in result.hits} == set(NOTES)  # random weights: order is arbitrary
     assert all(h.vector_score == h.score and h.text_score is None for h in result.hits)
-    assert query.mode == "vsearch"
-    assert any("rerank model not configured" in note for note in query.notes)
+    assert query.mode == "query"  # hybrid retrieval without a rerank model: rerank off
+    assert any("query without reranking" in note for note in query.notes)
     assert status.details["vectors"] == 3
     assert status.details["effective_mode"] == "vsearch"
     yaml = (tmp_path / "state/qmd/config/qmd/memrouter.yml").read_text()

@@ -174,8 +174,8 @@ def test_preflight_checks_gguf_magic_and_picks_the_strongest_mode(tmp_path: Path
     bad.write_bytes(b"<html>")
     check = Preflight.check(QmdModels(embed=str(good), rerank=str(bad)))
     mode, notes = check.effective("query")
-    assert mode == "vsearch"
-    assert notes == (f"qmd: query mode unavailable (rerank model {bad} is not a GGUF file)",)
+    assert mode == "query"  # hybrid retrieval, rerank off
+    assert notes == (f"qmd: query without reranking (rerank model {bad} is not a GGUF file)",)
     assert Preflight.check(QmdModels()).effective("vsearch")[0] == "search"
     missing = Preflight.check(QmdModels(embed=str(tmp_path / "none.gguf")))
     assert "does not exist" in str(missing.problems["embed"])

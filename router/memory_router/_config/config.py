@@ -43,12 +43,14 @@ class ChunkingConfig:
     ``memory.md`` and undated files under ``memory/``); with ``"auto"`` also in any file
     whose non-blank lines are at least half headings and list items (a daily note of
     bullets); in ``"all"`` Markdown files; or nowhere (``"off"``: fixed windows, as
-    OpenClaw does).
+    OpenClaw did until 2026.7). ``"openclaw"`` cuts as OpenClaw 2026.9 does (one chunk per
+    entry of ``MEMORY.md`` and ``USER.md``, fixed windows elsewhere), so vectors it made
+    are reused when its index is migrated.
     """
 
     tokens: int = 200
     overlap: int = 40
-    structure: Literal["auto", "curated", "all", "off"] = "auto"
+    structure: Literal["auto", "curated", "all", "off", "openclaw"] = "auto"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tokens", max(1, self.tokens))
