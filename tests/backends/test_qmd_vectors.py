@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memory_router import SearchRequest
+from memory_router.kit import SearchRequest
 from memory_router_qmd._models import OFFLINE_NAME
 from qmd_fakes.helpers import make_backend, qmd_missing
 

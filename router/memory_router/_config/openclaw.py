@@ -289,14 +289,7 @@ def convert(
     state_dir: str | Path | None = None,
 ) -> Conversion:
     """Map an ``openclaw.json`` object onto this project's configuration (see module doc)."""
-    chosen = agent or default_agent(data)
-    known = agent_ids(data)
-    if agent is not None and agent not in known and agent != "main":
-        raise InvalidInput(
-            f"openclaw.json has no agent {agent!r}",
-            key="agent",
-            hint=f"its agents: {', '.join(known or ['main'])}",
-        )
+    chosen = _chosen_agent(data, agent)
     state = openclaw_state_dir(state_dir)
     workspace = resolve_workspace(data, chosen, state)
     config: dict[str, Any] = {"agent_id": chosen, "workspace": str(workspace)}
@@ -317,15 +310,7 @@ def convert(
     config["sources"] = _sources(data, search, chosen)
     _chain(config, dropped, notes, data)
     _plugins(dropped, data)
-    chunking = config.setdefault("chunking", {})
-    if "structure" not in chunking:
-        for key, value in OPENCLAW_CHUNKING[layout].items():
-            chunking.setdefault(key, value)
-        notes.append(
-            f"[chunking] cuts as OpenClaw {'2026.9' if layout == '2026.9' else 'did until 2026.7'}"
-            " does, so the vectors of its index are reused; remove the table for memory-router's"
-            " own chunking (better measured recall; the next index embeds again)"
-        )
+    _chunking(config, notes, layout)
     return Conversion(
         config=config,
         dropped=tuple(dropped),
@@ -531,3 +516,29 @@ def _value(value: Any) -> str:
     if isinstance(value, Mapping):
         return "{ " + ", ".join(f'"{k}" = {_value(v)}' for k, v in value.items()) + " }"
     return '""'
+
+
+def _chosen_agent(data: Mapping[str, Any], agent: str | None) -> str:
+    """``agent``, or OpenClaw's default agent; an agent the file does not know is refused."""
+    known = agent_ids(data)
+    if agent is not None and agent not in known and agent != "main":
+        raise InvalidInput(
+            f"openclaw.json has no agent {agent!r}",
+            key="agent",
+            hint=f"its agents: {', '.join(known or ['main'])}",
+        )
+    return agent or default_agent(data)
+
+
+def _chunking(config: dict[str, Any], notes: list[str], layout: str) -> None:
+    """Chunk as OpenClaw did (unless the file says otherwise), so its vectors are reused."""
+    chunking = config.setdefault("chunking", {})
+    if "structure" in chunking:
+        return
+    for key, value in OPENCLAW_CHUNKING[layout].items():
+        chunking.setdefault(key, value)
+    notes.append(
+        f"[chunking] cuts as OpenClaw {'2026.9' if layout == '2026.9' else 'did until 2026.7'}"
+        " does, so the vectors of its index are reused; remove the table for memory-router's"
+        " own chunking (better measured recall; the next index embeds again)"
+    )

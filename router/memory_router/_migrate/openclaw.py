@@ -272,19 +272,13 @@ def import_openclaw(
     install = OpenClawInstall.find(state_dir)
     conversion = conversion_for(install, agent)
     index = install.index_file(conversion.agent)
-    extra: dict[str, Any] = {}
-    if our_state_dir:
-        extra["state_dir"] = str(Path(our_state_dir).expanduser().resolve())
-    legacy = install.legacy_sessions(conversion.agent)
-    if legacy is not None:
-        extra["sessions_dir"] = str(legacy)
+    extra = _extra_settings(install, conversion.agent, our_state_dir)
     write_config(conversion, output, origin=str(install.config_path), extra=extra, force=force)
     with Router.from_config(output, plugin_manager=plugin_manager) as router:
         transcripts = None
         if index is not None and index.name == "openclaw-agent.sqlite":
             sessions = router.config.expand(router.config.sessions_dir)
             transcripts = export_transcripts(index, sessions)
-        migration, chunks = None, 0
         if index is not None:
             target = router.config.router.chain[0]
             migration = migrate(
@@ -292,11 +286,9 @@ def import_openclaw(
             )
             chunks = migration.chunks
         else:
-            chunks = sum(r.chunks for r in router.sync(progress=progress))
-    workspace = Path(conversion.workspace)
-    not_carried = [*conversion.dropped, *workspace_notes(workspace)]
-    if transcripts is not None:
-        not_carried.extend(("transcripts", why) for why in transcripts.skipped)
+            migration, chunks = None, sum(r.chunks for r in router.sync(progress=progress))
+    not_carried = [*conversion.dropped, *workspace_notes(Path(conversion.workspace))]
+    not_carried.extend(("transcripts", why) for why in (transcripts.skipped if transcripts else ()))
     return ImportReport(
         state_dir=str(install.state_dir),
         agent=conversion.agent,
@@ -311,3 +303,16 @@ def import_openclaw(
         notes=conversion.notes,
         other_agents=tuple(a for a in agent_ids(install.data) if a != conversion.agent),
     )
+
+
+def _extra_settings(
+    install: OpenClawInstall, agent: str, our_state_dir: str | None
+) -> dict[str, Any]:
+    """Settings beside the converted ones: our state folder, OpenClaw's old sessions folder."""
+    extra: dict[str, Any] = {}
+    if our_state_dir:
+        extra["state_dir"] = str(Path(our_state_dir).expanduser().resolve())
+    legacy = install.legacy_sessions(agent)
+    if legacy is not None:
+        extra["sessions_dir"] = str(legacy)
+    return extra

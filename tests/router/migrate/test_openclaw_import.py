@@ -21,13 +21,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from memory_router import Router, get_plugin_manager, testing
+from memory_router import Router, testing
 from memory_router._config.openclaw import convert, read_openclaw
 from memory_router._migrate.indexfile import IndexFile
 from memory_router._migrate.migration import migrate
 from memory_router.cli import build_cli
+from memory_router.kit import get_plugin_manager
 
-FIXTURE = Path(__file__).parent / "fixtures" / "openclaw-2026.9" / "openclaw"
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "openclaw-2026.9" / "openclaw"
 
 
 def run(args: list[str]) -> Result:
