@@ -49,6 +49,7 @@ from ._results import (
     calibrated,
     explained_score,
     parse_items,
+    rank_score,
     to_hits,
 )
 from ._settings import MODES, QmdSettings
@@ -201,10 +202,12 @@ class QmdBackend(Backend):
     ) -> Any:
         expand = mode == "query" and self.preflight.usable("generate")
         rerank = mode == "query" and self.preflight.usable("rerank")
-        if mode != "search" and not rerank:
+        if mode != "search" and not rerank and (collections or not self.settings.use_mcp):
             # QMD ranks each collection on its own and merges them by score; without the
             # reranker a score is 1/rank, so every collection's first hit ties at 1. The
-            # CLI's --explain gives each hit's real backend scores: rank by those.
+            # CLI's --explain gives each hit's real backend scores: rank by those. (Over
+            # the whole index QMD's one fused list is right, and the warm sidecar keeps
+            # the model loaded: a `qmd query` process per search reloads it each time.)
             return self._explained(request, items, collections, timeout, mode)
         if self.settings.use_mcp:
             arguments: dict[str, Any] = {
@@ -224,7 +227,8 @@ class QmdBackend(Backend):
                 raise BackendError(
                     "qmd mcp query answered without structuredContent", backend=self.name
                 )
-            return structured.get("results")
+            found = structured.get("results")
+            return found if rerank else _rank_scored(found)
         document = _queries.vec_text(request.query) if expand else _queries.typed_document(items)
         args = ["query", "--format", "json", "-n", str(request.candidates)]
         args += ["-C", str(_candidate_limit(request))]
@@ -410,6 +414,16 @@ def _candidate_limit(request: SearchRequest) -> int:
     """QMD fuses its sub-queries' lists and keeps 40 documents by default; ask for as many
     as the router wants (each ``lex`` list still holds at most 20)."""
     return max(40, request.candidates)
+
+
+def _rank_scored(found: Any) -> Any:
+    """Unreranked MCP results (QMD's fused order, scored ``1/rank``) scored by
+    :func:`._results.rank_score` instead: the order is kept, the scores fall gently."""
+    if isinstance(found, list):
+        for rank, item in enumerate(found, start=1):
+            if isinstance(item, dict):
+                item["score"] = rank_score(rank)
+    return found
 
 
 def own_reading(snapshot: Snapshot) -> tuple[str, ...]:

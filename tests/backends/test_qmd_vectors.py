@@ -22,6 +22,11 @@ NOTES = {
     "memory/2026-11-02.md": "# Build\n\nThe flaky CI job depended on the local timezone.\n",
 }
 PARAPHRASE = "which pet did they take in from the shelter"  # no word of its note
+PARAPHRASES = {  # more pairs, each sharing no word with its note
+    PARAPHRASE: "MEMORY.md",
+    "when are we visiting portugal": "memory/2026-11-01.md",
+    "what made our pipeline break unpredictably": "memory/2026-11-02.md",
+}
 
 
 def ask(query: str, **fields: Any) -> SearchRequest:
@@ -33,8 +38,8 @@ def test_vsearch_answers_a_paraphrase_with_the_offline_model(
     tmp_path: Path, write_workspace: Any
 ) -> None:
     pytest.importorskip("gguf")
-    words = set(PARAPHRASE.split())
-    assert not words & set(NOTES["MEMORY.md"].lower().replace(".", " ").split())
+    for query, path in PARAPHRASES.items():
+        assert not set(query.split()) & set(NOTES[path].lower().replace(".", " ").split())
     workspace = write_workspace(NOTES)
     backend = make_backend(
         tmp_path, workspace, search_mode="vsearch", update_on_boot=False, models={"offline": True}
@@ -43,6 +48,7 @@ def test_vsearch_answers_a_paraphrase_with_the_offline_model(
         _update, embed = backend.cycle.run(force=True)
         keyword = backend.search(ask(PARAPHRASE, mode="search"))
         vector = backend.search(ask(PARAPHRASE))
+        answers = {q: backend.search(ask(q)).hits[0].path for q in PARAPHRASES}
         hybrid = backend.search(ask(PARAPHRASE, mode="query"))
         status = backend.status()
     finally:
@@ -56,5 +62,9 @@ def test_vsearch_answers_a_paraphrase_with_the_offline_model(
     assert hybrid.mode == "query"  # not degraded to search: rerank off instead
     assert any("query without reranking" in note for note in hybrid.notes)
     assert hybrid.hits[0].path == "MEMORY.md"
+    assert answers == PARAPHRASES
     assert status.details["models"]["embed"] == "ok"
+    # Every vector search went to the one warm sidecar (no `qmd query` process per
+    # search, which reloads the model each time).
+    assert status.details["sidecar"]["starts"] == 1
     assert "all-MiniLM-L6-v2" in status.details["model_note"]
