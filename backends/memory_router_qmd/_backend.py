@@ -149,8 +149,9 @@ class QmdBackend(Backend):
         every = mode != "search" and set(collections) == set(self._collections)
         names = [] if every else sorted(collections)
         raw = parse_items(self._query(mode, request, items, names, timeout), backend=self.name)
-        if mode == "search":
-            raw = self._cite(raw, collections, request.query)
+        # QMD's snippet is 300 characters around the first keyword in the chunk with the
+        # most keywords (without a reranker, in every mode): cite runs of lines instead.
+        raw = self._cite(raw, collections, request.query)
         hits = to_hits(
             raw,
             collections=collections,
@@ -202,12 +203,10 @@ class QmdBackend(Backend):
     ) -> Any:
         expand = mode == "query" and self.preflight.usable("generate")
         rerank = mode == "query" and self.preflight.usable("rerank")
-        if mode != "search" and not rerank and (collections or not self.settings.use_mcp):
+        if mode != "search" and not rerank and not self._one_ranked_list(collections):
             # QMD ranks each collection on its own and merges them by score; without the
             # reranker a score is 1/rank, so every collection's first hit ties at 1. The
-            # CLI's --explain gives each hit's real backend scores: rank by those. (Over
-            # the whole index QMD's one fused list is right, and the warm sidecar keeps
-            # the model loaded: a `qmd query` process per search reloads it each time.)
+            # CLI's --explain gives each hit's real backend scores: rank by those.
             return self._explained(request, items, collections, timeout, mode)
         if self.settings.use_mcp:
             arguments: dict[str, Any] = {
@@ -244,6 +243,21 @@ class QmdBackend(Backend):
                 f"qmd query printed something that is not JSON: {output.strip()[:200]!r}",
                 backend=self.name,
             ) from None
+
+    def _one_ranked_list(self, collections: list[str]) -> bool:
+        """Whether QMD's own unreranked order can be used: the sidecar is on and one
+        collection holds every document searched (``collections``; none: all of them).
+
+        QMD searches each collection on its own (all of its collections when none is
+        named) and fuses the lists by rank, so only then is its order the vectors'. The
+        warm sidecar keeps the model loaded; a ``qmd query`` process per search (the
+        ``--explain`` path) loads it again each time (~4 s on 2 loaded cores).
+        """
+        if not self.settings.use_mcp:
+            return False
+        documents = read_stats(self.runner.index_path).documents
+        searched = collections or list(documents)
+        return sum(1 for name in searched if documents.get(name, 0) > 0) <= 1
 
     def _explained(
         self,

@@ -10,8 +10,10 @@ every memory file (:func:`memory_router.decode`: a Latin-1 or Windows-1252 note 
 in its own letters, not as QMD's U+FFFD). A document that cannot be read any more
 (deleted, unreadable, binary, huge, or named outside the collection's folder) keeps
 QMD's own lines and snippet; so does one in which no keyword occurs now (edited since QMD
-indexed it). Only ``search`` mode is re-cited: in ``vsearch`` and ``query`` QMD chose the
-chunk by meaning.
+indexed it). Every mode is re-cited: without a reranker QMD picks a document's chunk by
+its first keyword in ``vsearch`` and ``query`` too, whatever the vectors matched (on
+LoCoMo, ``vsearch`` turn R@10 went from 0.520 on QMD's snippets to the value in
+docs/performance.md); the document's rank stays the vectors'.
 
 ``coverage`` is the weighted share of the query's keywords inside the cited lines (0–1),
 what the ``search`` mode's score is built from (see :mod:`._results`).

@@ -64,7 +64,29 @@ def test_vsearch_answers_a_paraphrase_with_the_offline_model(
     assert hybrid.hits[0].path == "MEMORY.md"
     assert answers == PARAPHRASES
     assert status.details["models"]["embed"] == "ok"
-    # Every vector search went to the one warm sidecar (no `qmd query` process per
-    # search, which reloads the model each time).
-    assert status.details["sidecar"]["starts"] == 1
     assert "all-MiniLM-L6-v2" in status.details["model_note"]
+
+
+@pytest.mark.slow
+def test_one_collection_is_searched_through_the_warm_sidecar(
+    tmp_path: Path, write_workspace: Any
+) -> None:
+    """With one collection holding every note, QMD's own order is the vectors': the
+    searches go to the ``qmd mcp`` child (the model loaded once), not a process each."""
+    pytest.importorskip("gguf")
+    notes = {f"memory/{path.replace('/', '-')}": text for path, text in NOTES.items()}
+    workspace = write_workspace(notes)
+    backend = make_backend(
+        tmp_path, workspace, search_mode="vsearch", update_on_boot=False, models={"offline": True}
+    )
+    try:
+        backend.cycle.run(force=True)
+        answers = {q: backend.search(ask(q)).hits[0].path for q in PARAPHRASES}
+        hybrid = backend.search(ask(PARAPHRASE, mode="query"))
+        status = backend.status()
+    finally:
+        backend.close()
+    assert answers == {q: f"memory/{p.replace('/', '-')}" for q, p in PARAPHRASES.items()}
+    assert hybrid.mode == "query"
+    assert hybrid.hits[0].path == "memory/MEMORY.md"
+    assert status.details["sidecar"]["starts"] == 1
