@@ -136,7 +136,7 @@ def test_status_doctor_and_get_report_the_odd_files(odd_files: Path) -> None:
     assert doctor.returncode == 1  # a file left out is something to fix
     lines = doctor.stdout.splitlines()
     assert "✗ memory files: memory/garbage.md: looks binary (NUL bytes); not indexed" in lines
-    assert any(x.startswith("    fix: move these files out of the memory folders") for x in lines)
+    assert any(x.startswith("    fix: move binary files out of the memory folders") for x in lines)
     assert "✓ file encodings: memory/latin.md: not valid UTF-8; read as Windows-1252" in (
         doctor.stdout
     )

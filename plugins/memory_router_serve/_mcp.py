@@ -52,7 +52,8 @@ STORE_DOC = (
     "Store a durable memory (a preference, fact, decision or contact) the user wants kept "
     "across sessions. It is journaled in the workspace's Markdown and searchable at once. "
     "A near-identical memory is not stored twice (action 'duplicate' names it; force "
-    "stores anyway). Do not store secrets or anything the user asked to keep private."
+    "stores anyway). Do not store secrets or anything the user asked to keep private: "
+    "secrets are masked before anything is written, and 'redacted' names what was masked."
 )
 RECALL_DOC = (
     "Recall stored memories (entries from memory_store, not whole notes) most similar to "
@@ -200,5 +201,6 @@ def _helper_tools(server: MCPServer[Any], service: Service) -> None:
             {
                 "stored": [entry_result(e) for e in result.stored],
                 "skipped": list(result.skipped),
+                "redacted": list(result.redacted),
             }
         )

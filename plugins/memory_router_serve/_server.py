@@ -177,6 +177,7 @@ def serve_stdio(router: Router, *, watch: bool, poll: bool) -> None:
         import anyio
 
         from ._mcp import build_mcp_server
+        from ._stdio import run_stdio
     except ImportError as error:
         raise missing_extra(error) from None
 
@@ -195,7 +196,7 @@ def serve_stdio(router: Router, *, watch: bool, poll: bool) -> None:
         service.start()
         server = build_mcp_server(service)
         log.info("ready: MCP on stdio")
-        anyio.run(server.run_stdio_async)  # returns when the host closes stdin
+        anyio.run(run_stdio, server)  # returns when the host closes stdin
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -119,17 +119,23 @@ class Router:
         *,
         plugins: Iterable[object] = (),
         plugin_manager: pluggy.PluginManager | None = None,
+        require_workspace: bool = True,
         **overrides: Any,
     ) -> Router:
         """Build a router from a :class:`Config`, a TOML path, or the discovered config.
 
         ``overrides`` are nested config values (``workspace="~/notes"``,
         ``query={"max_results": 10}``). ``plugins`` are extra plugin objects to register.
+        A missing or unreadable workspace is a :class:`ConfigError` (see
+        :meth:`check_workspace`) unless ``require_workspace`` is false, for tools that
+        diagnose it (``status``, ``doctor``).
         """
         if not isinstance(config, Config):
             config = load_config(config, overrides=overrides)
         elif overrides:
             config = apply_overrides(config, overrides)
+        if require_workspace:
+            check_workspace(config)
         pm = plugin_manager or _plugins.get_plugin_manager(plugins=plugins)
         return cls(config, plugin_manager=pm)
 
@@ -160,6 +166,14 @@ class Router:
     def _check_open(self) -> None:
         if self._closed:
             raise InvalidInput("this router is closed; build a new one", key="router")
+
+    def check_workspace(self) -> Path:
+        """The workspace folder; a :class:`ConfigError` when it is missing or unreadable.
+
+        The one workspace check: every operation that reads or writes memory calls it
+        first, so a typo or an unmounted volume is an error, never an emptied index.
+        """
+        return check_workspace(self.config)
 
     def unset_secret(self, name: str) -> ConfigError | None:
         """The error for a secret of ``[backends.<name>]`` whose variable or file is unset."""
@@ -345,6 +359,7 @@ class Router:
         self._check_open()
         if not isinstance(query, str):
             raise InvalidInput("query must be a string", key="query")
+        check_workspace(self.config)
         chosen = _filters.check_sources(sources), _filters.check_category(category)
         if session_key is not None and not isinstance(session_key, str):
             raise InvalidInput("session_key must be a string", key="session_key")
@@ -554,6 +569,7 @@ class Router:
 
     def get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> FileText:
         """Read lines of a memory file (allow-listed: memory paths and extra paths, ``.md``)."""
+        check_workspace(self.config)
         return _files.read_memory_file(self.config, path, from_line=from_line, lines=lines)
 
     @property
@@ -563,10 +579,10 @@ class Router:
     def store(self, text: str, *, importance: float = 0.7, category: Category = "other") -> Entry:
         """Journal a new entry in the workspace; it is indexed on the next sync.
 
-        Always stores; :meth:`remember` checks for a duplicate first.
+        Always stores; :meth:`remember` checks for a duplicate first. Secrets in ``text``
+        are masked first (:meth:`remember` says which).
         """
-        text = scrub(text) if isinstance(text, str) else text
-        return self._append(_journal.new_entry(text, importance=importance, category=category))
+        return self._append(_entries.new_entry(text, importance=importance, category=category)[0])
 
     def remember(
         self,
@@ -580,15 +596,18 @@ class Router:
         exists: then nothing is stored and the existing entry is returned as a duplicate.
         ``force`` skips the check."""
         self._check_open()
-        text = scrub(text) if isinstance(text, str) else text
-        entry = _journal.new_entry(text, importance=importance, category=category)
+        check_workspace(self.config)
+        entry, redacted = _entries.new_entry(text, importance=importance, category=category)
         with self._remember_lock:
             duplicate = None if force else self._book.duplicate(entry.text)
             if duplicate is not None:
                 return StoreResult(
-                    action="duplicate", entry=duplicate.entry, similarity=duplicate.similarity
+                    action="duplicate",
+                    entry=duplicate.entry,
+                    similarity=duplicate.similarity,
+                    redacted=redacted,
                 )
-            return StoreResult(action="created", entry=self._append(entry))
+            return StoreResult(action="created", entry=self._append(entry), redacted=redacted)
 
     def recall(
         self, query: str, *, category: Category | None = None, limit: int | None = None
@@ -599,6 +618,7 @@ class Router:
         if not isinstance(query, str):
             raise InvalidInput("query must be a string", key="query")
         count = positive_int(limit, "limit") if limit is not None else _entries.DEFAULT_RECALL_LIMIT
+        check_workspace(self.config)
         chosen = _entries.valid_category(category)
         native = native_recall(
             lambda: self.backend(self.config.router.chain[0]),
@@ -620,6 +640,7 @@ class Router:
         ``entries.forget_threshold`` is removed; otherwise nothing is, and the closest
         entries come back as candidates."""
         self._check_open()
+        check_workspace(self.config)
         if (entry_id is None) == (query is None):
             raise InvalidInput("give either an entry id or a query", key="id")
         if entry_id is not None:
@@ -630,6 +651,7 @@ class Router:
         return ForgetResult(action="deleted", deleted=self.forget(target.entry.id))
 
     def _append(self, entry: Entry) -> Entry:
+        check_workspace(self.config)  # the journal's folder may be made, the workspace never
         try:
             _journal.append_entry(self.journal_path, entry)
         except OSError as error:
@@ -642,6 +664,7 @@ class Router:
 
     def forget(self, entry_id: str) -> Entry:
         """Remove an entry from the journal by id; raises :class:`NotFound` if absent."""
+        check_workspace(self.config)
         try:
             entry = _journal.remove_entry(self.journal_path, entry_id)
         except OSError as error:
@@ -653,6 +676,7 @@ class Router:
 
     def entries(self) -> list[Entry]:
         """Every journaled entry, in file order."""
+        check_workspace(self.config)
         return _journal.read_journal(self.journal_path)
 
     # -- status -------------------------------------------------------------------------

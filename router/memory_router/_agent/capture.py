@@ -5,8 +5,8 @@
 the prompt. :func:`capture` picks the user messages worth keeping (a trigger such as
 "remember", "I prefer", "we decided", a phone number or an e-mail; no markup, no prompt
 injection, at most ``[capture] max_chars``) and stores them through the router's
-duplicate check (``Router.remember``), so the entries journal holds them; at most
-``max_per_conversation`` per conversation.
+duplicate check (``Router.remember``, which masks secrets first), so the entries journal
+holds them; at most ``max_per_conversation`` per conversation.
 """
 
 from __future__ import annotations
@@ -74,10 +74,12 @@ class RecallBlock(_ToDict):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CaptureResult(_ToDict):
-    """What :func:`capture` stored, and why the other messages were not stored."""
+    """What :func:`capture` stored, and why the other messages were not stored.
+    ``redacted`` names the kinds of secret masked in the stored texts (each once)."""
 
     stored: tuple[Entry, ...]
     skipped: tuple[str, ...]
+    redacted: tuple[str, ...] = ()
 
 
 def recall_block(
@@ -190,6 +192,7 @@ def capture(router: Router, messages: Iterable[Any], *, conversation_id: str) ->
     state_path = router.config.agent_state_path / CAPTURE_STATE
     stored: list[Entry] = []
     skipped: list[str] = []
+    redacted: dict[str, None] = {}
     for text in user_texts(messages):
         reason = capture_reason(text, max_chars=settings.max_chars)
         if reason is None and not _claim(
@@ -205,10 +208,11 @@ def capture(router: Router, messages: Iterable[Any], *, conversation_id: str) ->
         )
         if result.action == "created":
             stored.append(result.entry)
+            redacted.update(dict.fromkeys(result.redacted))
         else:  # a near-identical entry exists: nothing stored, the slot is given back
             _release(state_path, conversation_id)
             skipped.append(f"duplicate of entry {result.entry.id}")
-    return CaptureResult(stored=tuple(stored), skipped=tuple(skipped))
+    return CaptureResult(stored=tuple(stored), skipped=tuple(skipped), redacted=tuple(redacted))
 
 
 def _claim(path: Any, conversation_id: str, limit: int) -> bool:

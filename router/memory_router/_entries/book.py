@@ -48,11 +48,30 @@ class StoreResult(_ToDict):
     ``action = "created"``: ``entry`` is new and journaled. ``"duplicate"``: nothing was
     stored; ``entry`` is the existing entry whose similarity to the text (``similarity``)
     reached ``entries.duplicate_threshold``.
+
+    ``redacted`` names the kinds of secret masked in the text before anything else
+    (``aws_access_key``, ``private_key``…; see :mod:`memory_router._workspace.redact`):
+    the journal never holds them, and the caller learns its text was changed.
     """
 
     action: Literal["created", "duplicate"]
     entry: Entry
     similarity: float | None = None
+    redacted: tuple[str, ...] = ()
+
+
+def new_entry(text: str, *, importance: float, category: Category) -> tuple[Entry, tuple[str, ...]]:
+    """A new entry for ``text`` as every write path makes it: lone surrogates replaced,
+    secrets masked by the one redaction stage, then checked (:func:`journal.new_entry`);
+    and the kinds of secret masked."""
+    kinds: tuple[str, ...] = ()
+    if isinstance(text, str):
+        from .._workspace.redact import redact_report  # its patterns compile at import
+
+        redaction = redact_report(scrub(text))
+        text, kinds = redaction.text, redaction.kinds
+    entry = _journal.new_entry(text, importance=importance, category=category)
+    return entry, kinds
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

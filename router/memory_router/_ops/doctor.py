@@ -13,7 +13,7 @@ import contextlib
 import os
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ from .._routing.indexlock import holder, lock_holder
 from .._routing.status import source_counts
 from .._types import BackendStatus, SyncReport, _ToDict
 from .._workspace.checks import check_workspace
+from .._workspace.discovery import LINK_WARNING
 from .._workspace.snapshot import FTS_ONLY, take_snapshot
 
 if TYPE_CHECKING:
@@ -106,21 +107,36 @@ def _workspace(router: Router) -> Check:
 
 
 def _memory_files(router: Router) -> Iterator[Check]:
-    """A check when some memory files are not plain UTF-8: ✗ for files left out because
-    they look binary, ✓ naming the files read with a fallback encoding."""
+    """A check when some memory files are left out or not plain UTF-8: ✗ for files left
+    out (they look binary, are symbolic links, or are over ``[sync] max_file_bytes``),
+    ✓ naming the files read with a fallback encoding."""
     snapshot = take_snapshot(router.config, fingerprint={}, model=FTS_ONLY)
     indexed = {doc.path for doc in snapshot.documents}
-    skipped = [f"{p}: {w}" for p, w in snapshot.warnings.items() if p not in indexed]
+    skipped = {p: w for p, w in snapshot.warnings.items() if p not in indexed}
     decoded = [f"{p}: {w}" for p, w in snapshot.warnings.items() if p in indexed]
     if skipped:
         yield Check(
             name="memory files",
             ok=False,
-            detail="; ".join(skipped),
-            fix="move these files out of the memory folders, or save them as text Markdown",
+            detail="; ".join(f"{p}: {w}" for p, w in skipped.items()),
+            fix="; ".join(_skip_fixes(router, skipped.values())),
         )
     if decoded:
         yield Check(name="file encodings", ok=True, detail="; ".join(decoded))
+
+
+def _skip_fixes(router: Router, warnings: Iterable[str]) -> list[str]:
+    """What to do about each reason a file was left out, once per reason."""
+    fixes: dict[str, None] = {}
+    where = router.config.file or "the config file"
+    for warning in warnings:
+        if warning == LINK_WARNING:
+            fixes["replace each link with the note itself (links are never followed)"] = None
+        elif "max_file_bytes" in warning:
+            fixes[f"split large notes, or raise [sync] max_file_bytes in {where}"] = None
+        else:
+            fixes["move binary files out of the memory folders, or save them as Markdown"] = None
+    return list(fixes)
 
 
 def workspace_fix(router: Router, then: str) -> str:

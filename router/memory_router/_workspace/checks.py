@@ -16,7 +16,10 @@ def check_workspace(config: Config) -> Path:
     """The workspace folder, or a :class:`ConfigError` when it is missing or unreadable.
 
     Syncing a workspace that is not there (a typo, an unmounted volume) would look like
-    every memory file was deleted and empty the index; this refuses first.
+    every memory file was deleted and empty the index; this refuses first. The one
+    workspace check: every door (each CLI command that uses memory, ``Router.from_config``
+    and the router's operations, ``serve``, ``mcp``, ``watch`` and the tools they serve)
+    goes through it, and nothing ever creates a missing workspace.
     """
     path = config.workspace_path
     where = config.file or "<defaults>"
@@ -36,8 +39,9 @@ def check_workspace(config: Config) -> Path:
         raise ConfigError(
             f"the workspace {path} is not a folder", path=config.file, key="workspace", hint=fix
         )
-    try:
-        os.listdir(path)
+    try:  # opening it is what proves it readable; one entry is enough (a check per search)
+        with os.scandir(path) as entries:
+            next(entries, None)
     except OSError as error:
         raise ConfigError(
             f"the workspace {path} cannot be read ({error.strerror or error});"

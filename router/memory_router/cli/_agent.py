@@ -13,7 +13,7 @@ from memory_router._agent.capture import recall_block
 from memory_router._agent.flush import check_memory_flush
 from memory_router._config.config import load_config
 
-from ._app import echo_json, read_argument, state
+from ._app import echo_json, read_argument, redacted_line, state
 
 
 @click.command()
@@ -80,7 +80,7 @@ def context(ctx: click.Context, prompt: str, max_chars: int | None, as_json: boo
 @click.command()
 @click.argument("messages", nargs=-1, required=True)
 @click.option("--conversation", required=True, help="The conversation's id (3 captures each).")
-@click.option("--json", "as_json", is_flag=True, help="Print {stored, skipped} as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print {stored, skipped, redacted} as JSON.")
 @click.pass_context
 def capture(
     ctx: click.Context, messages: tuple[str, ...], conversation: str, as_json: bool
@@ -97,6 +97,8 @@ def capture(
         click.echo(f"Stored {entry.id} ({entry.category}): {entry.text}")
     for reason in result.skipped:
         click.echo(f"Skipped: {reason}")
+    if result.redacted:
+        click.echo(redacted_line(result.redacted))
 
 
 def _stdin_messages() -> list[Any]:

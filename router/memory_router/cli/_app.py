@@ -48,13 +48,22 @@ class CliState:
             values["agent_id"] = self.agent
         return values
 
-    def router(self) -> Router:
+    def router(self, *, require_workspace: bool = True) -> Router:
+        """The router of the global options, built once. Its workspace is checked (a
+        :class:`ConfigError` when missing) unless ``require_workspace`` is false: only
+        for commands that diagnose it or never touch memory (``status``, ``doctor``,
+        ``reset``)."""
         if self._router is None:
             from memory_router._router import Router
 
             self._router = Router.from_config(
-                self.config, plugin_manager=self.pm, **self.overrides()
+                self.config,
+                plugin_manager=self.pm,
+                require_workspace=False,
+                **self.overrides(),
             )
+        if require_workspace:
+            self._router.check_workspace()
         return self._router
 
     def close(self) -> None:
@@ -147,6 +156,11 @@ def echo_json(value: Any) -> None:
     from memory_router._workspace.snapshot import scrub
 
     click.echo(scrub(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
+
+
+def redacted_line(kinds: tuple[str, ...]) -> str:
+    """The line that says secrets were masked before anything was written."""
+    return f"Redacted before storing: {', '.join(kinds)}."
 
 
 def read_argument(value: str) -> str:

@@ -30,7 +30,7 @@ def status(ctx: click.Context, deep: bool, as_json: bool, all_agents: bool) -> N
     if all_agents:
         show_agents(ctx, as_json=as_json)
         return
-    result = state(ctx).router().status(deep=deep)
+    result = state(ctx).router(require_workspace=False).status(deep=deep)
     if as_json:
         echo_json(result.to_dict())
     else:

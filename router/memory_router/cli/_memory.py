@@ -185,6 +185,7 @@ def cli_session_key(agent_id: str) -> str:
 def remote_search(cli: CliState, query: str, options: dict[str, Any]) -> dict[str, Any] | None:
     """The running server's answer, or ``None`` when no server runs or it does not answer."""
     config = load_config(cli.config, overrides=cli.overrides())
+    check_workspace(config)  # as a search in this process would, before asking a server
     client = find_server(config)
     if client is None:
         return None

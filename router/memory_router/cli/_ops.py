@@ -20,7 +20,7 @@ def doctor(ctx: click.Context, fix: bool, as_json: bool) -> None:
 
     Exits 1 while any check fails. Markdown is never changed.
     """
-    router = state(ctx).router()
+    router = state(ctx).router(require_workspace=False)
     found = _doctor.checks(router)
     repaired: list[str] = []
     if fix and not all(c.ok for c in found):
@@ -58,7 +58,7 @@ def reset(ctx: click.Context, backends: tuple[str, ...], yes: bool) -> None:
 
     The embedding cache is kept, so the rebuild re-embeds nothing that was embedded before.
     """
-    router = state(ctx).router()
+    router = state(ctx).router(require_workspace=False)
     names = list(backends) or list(router.config.router.chain)
     for name in names:
         if name not in router.config.router.chain:
