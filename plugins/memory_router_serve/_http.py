@@ -257,7 +257,7 @@ def _helper_routes(route: Any, service: Service, *, limit: int) -> None:
     async def context(request: Request) -> Any:
         options = read_fields(await read_body(request, limit), CONTEXT_FIELDS)
         block = await run_in_threadpool(lambda: recall_block(service.router, **options))
-        return {"block": block.text, "count": len(block.hits)}
+        return {"block": block.text, "count": len(block.hits), "notes": list(block.notes)}
 
     async def capture_route(request: Request) -> Any:
         options = read_fields(await read_body(request, limit), CAPTURE_FIELDS)

@@ -182,7 +182,10 @@ def _helper_tools(server: MCPServer[Any], service: Service) -> None:
     )
     def memory_context(prompt: str) -> dict[str, Any]:
         block = guarded(lambda: recall_block(service.router, prompt))
-        return clean({"block": block.text, "count": len(block.hits)})  # type: ignore[no-any-return]
+        answer: dict[str, Any] = {"block": block.text, "count": len(block.hits)}
+        if block.notes:  # why the memories may be stale (as memory_search's notes)
+            answer["notes"] = list(block.notes)
+        return clean(answer)  # type: ignore[no-any-return]
 
     @server.tool(
         description=(

@@ -354,12 +354,14 @@ class Router:
         ``router.sync_wait_s``, and ``notes`` say when the answer may be stale or
         degraded, and why. ``explain`` attaches an :class:`Explain` to every hit and
         returns the candidates left out in ``dropped``. ``sources`` limits the hits to those
-        sources, ``category`` to entries of that category (see :mod:`._filters`).
+        sources, ``category`` to entries of that category (see :mod:`._filters`). A
+        missing workspace is not an error here: the index as it was answers, and a note
+        says why it may be stale (the sync before the search went through the workspace
+        check).
         """
         self._check_open()
         if not isinstance(query, str):
             raise InvalidInput("query must be a string", key="query")
-        check_workspace(self.config)
         chosen = _filters.check_sources(sources), _filters.check_category(category)
         if session_key is not None and not isinstance(session_key, str):
             raise InvalidInput("session_key must be a string", key="session_key")
@@ -547,6 +549,7 @@ class Router:
         defaults to what the target writes best. See :mod:`memory_router._migrate.migration`.
         """
         self._check_open()
+        check_workspace(self.config)  # a target that indexes the Markdown would be emptied
         from ._migrate import migration as _migrate  # only `migrate` uses it (and its verification)
 
         path = os.fspath(source_path) if source_path is not None else None

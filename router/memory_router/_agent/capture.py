@@ -66,10 +66,13 @@ EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf]")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecallBlock(_ToDict):
-    """The ``<relevant-memories>`` block for a prompt (``text`` is ``""`` when nothing fits)."""
+    """The ``<relevant-memories>`` block for a prompt (``text`` is ``""`` when nothing fits).
+    ``notes`` are the search's: why the memories may be stale or degraded (a workspace
+    that cannot be read, a sync that failed)."""
 
     text: str
     hits: tuple[Hit, ...]
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,10 +114,10 @@ def recall_block(
     )
     lines, used = _budgeted(response.results, budget)
     if not lines:
-        return RecallBlock(text="", hits=())
+        return RecallBlock(text="", hits=(), notes=response.notes)
     body = "\n".join(f"{n}. {line}" for n, line in enumerate(lines, 1))
     text = f"<relevant-memories>\n{RECALL_PREAMBLE}\n{body}\n</relevant-memories>"
-    return RecallBlock(text=text, hits=tuple(used))
+    return RecallBlock(text=text, hits=tuple(used), notes=response.notes)
 
 
 def _budgeted(hits: Iterable[Hit], budget: int) -> tuple[list[str], list[Hit]]:

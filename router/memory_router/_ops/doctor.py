@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._config.commandline import command
 from .._exceptions import MemoryRouterError, Unsupported
 from .._migrate.checkpoint import checkpoint_path, clear_checkpoint, load_checkpoint, lock_path
 from .._routing.indexlock import holder, lock_holder
@@ -53,7 +55,7 @@ def checks(router: Router) -> list[Check]:
     if workspace.ok:
         found.extend(_memory_files(router))
     status = router.status(deep=True)
-    found.append(_embedding_check(status.embedding))
+    found.append(_embedding_check(router, status.embedding))
     found.extend(_backend(router, backend, workspace.ok) for backend in status.backends)
     found.extend(_lock(router, name) for name in router.config.router.chain)
     found.extend(_migrations(router))
@@ -148,7 +150,8 @@ def workspace_fix(router: Router, then: str) -> str:
 
 def _state_dir(router: Router) -> Check:
     folder = router.config.agent_state_path
-    fix = f"mkdir -p {folder} && chmod u+rwx {folder}, or set state_dir to a writable folder"
+    quoted = shlex.quote(str(folder))
+    fix = f"mkdir -p {quoted} && chmod u+rwx {quoted}, or set state_dir to a writable folder"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         probe = folder / f".doctor-{uuid.uuid4().hex}"
@@ -165,7 +168,7 @@ def _state_dir(router: Router) -> Check:
     return Check(name="state dir", ok=True, detail=detail)
 
 
-def _embedding_check(info: Mapping[str, Any]) -> Check:
+def _embedding_check(router: Router, info: Mapping[str, Any]) -> Check:
     if info.get("available") is False:
         return Check(
             name="embeddings",
@@ -182,7 +185,7 @@ def _embedding_check(info: Mapping[str, Any]) -> Check:
             name="embeddings",
             ok=False,
             detail=f"{name}: {info.get('error')}",
-            fix="`memory-router status --deep` shows the provider's error",
+            fix=f"`{command(router.config, 'status', '--deep')}` shows the provider's error",
         )
     latency = float(info.get("latency_ms") or 0)
     return Check(
@@ -203,7 +206,7 @@ def _backend(router: Router, status: BackendStatus, workspace_ok: bool = True) -
             name=label,
             ok=False,
             detail=status.error or "unavailable",
-            fix=str(hint) if hint else "memory-router doctor --fix",
+            fix=str(hint) if hint else command(router.config, "doctor", "--fix"),
             repairable=not hint,
             backend=name,
         )
@@ -213,7 +216,7 @@ def _backend(router: Router, status: BackendStatus, workspace_ok: bool = True) -
             name=label,
             ok=False,
             detail=f"{problem}; kept as it is while the workspace cannot be read",
-            fix=workspace_fix(router, f"memory-router index --backend {name}"),
+            fix=workspace_fix(router, command(router.config, "index", "--backend", name)),
             backend=name,
         )
     if problem:
@@ -221,7 +224,7 @@ def _backend(router: Router, status: BackendStatus, workspace_ok: bool = True) -
             name=label,
             ok=False,
             detail=problem,
-            fix=f"memory-router index --backend {name}",
+            fix=command(router.config, "index", "--backend", name),
             repairable=True,
             backend=name,
         )
@@ -275,23 +278,27 @@ def _migrations(router: Router) -> Iterator[Check]:
         if pid is not None:
             yield Check(name=name, ok=True, detail=f"running in process {pid}: {progress}")
             continue
-        source = _option("from", saved.source)
-        target = _option("to", saved.target)
+        resume = command(
+            router.config,
+            "migrate",
+            *_option("from", saved.source),
+            *_option("to", saved.target),
+            "--resume",
+        )
         yield Check(
             name=name,
             ok=False,
             detail=f"unfinished: {progress} written (interrupted); its copy is kept beside"
             " the live index",
-            fix=f"memory-router migrate {source} {target} --resume (without --resume it"
-            " starts clean)",
+            fix=f"{resume} (without --resume it starts clean)",
         )
 
 
-def _option(name: str, label: str) -> str:
+def _option(name: str, label: str) -> tuple[str, str]:
     """``--from NAME`` or ``--from-path PATH`` for a checkpoint's source or target label."""
     if label.startswith("file:"):
-        return f"--{name}-path {label.removeprefix('file:')}"
-    return f"--{name} {label}"
+        return f"--{name}-path", label.removeprefix("file:")
+    return f"--{name}", label
 
 
 def lines(found: list[Check]) -> Iterator[str]:

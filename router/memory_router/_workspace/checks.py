@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 from .._config.config import Config
@@ -33,7 +34,7 @@ def check_workspace(config: Config) -> Path:
             f"the workspace {path} does not exist; nothing was indexed or removed",
             path=config.file,
             key="workspace",
-            hint=f"create it (mkdir -p {path}), mount it, or {fix}",
+            hint=f"create it (mkdir -p {shlex.quote(str(path))}), mount it, or {fix}",
         )
     if not path.is_dir():
         raise ConfigError(
@@ -48,7 +49,7 @@ def check_workspace(config: Config) -> Path:
             " nothing was indexed or removed",
             path=config.file,
             key="workspace",
-            hint=f"make it readable (chmod u+rx {path}) or {fix}",
+            hint=f"make it readable (chmod u+rx {shlex.quote(str(path))}) or {fix}",
         ) from error
     return path
 

@@ -115,7 +115,8 @@ def forget(ctx: click.Context, entry_id: str | None, query: str | None, as_json:
         for match in result.candidates:
             click.echo(f"  {match_line(match)}")
         click.echo(
-            f"Hint: forget one by its id: memory-router forget {result.candidates[0].entry.id}"
+            "Hint: forget one by its id: "
+            + state(ctx).command("forget", result.candidates[0].entry.id)
         )
 
 
