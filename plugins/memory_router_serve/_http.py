@@ -14,6 +14,7 @@ import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from http import HTTPStatus
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -38,6 +39,7 @@ log = logging.getLogger("memory_router.serve")
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 OPEN_PATHS = frozenset({"/health"})
+MCP_PATH = "/mcp"
 ROUTES_HINT = (
     "the routes are POST /search, GET /get, POST /store, POST /recall, POST /forget,"
     " GET /entries, DELETE /entries/{id}, POST /context, POST /capture, GET /status,"
@@ -149,6 +151,8 @@ class Guard:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
+        if scope["path"] == MCP_PATH:  # the SDK answers a few errors in plain text
+            send = json_rpc_errors(send)
         await self.app(scope, receive, send)
 
     def refusal(self, scope: Any) -> Response | None:
@@ -172,6 +176,42 @@ class Guard:
             ):
                 return error_response(401, "missing or wrong bearer token")
         return None
+
+
+def json_rpc_errors(send: Any) -> Any:
+    """``send``, turning an error answer that is not JSON (the SDK's "Invalid Content-Type
+    header", "Request body too large") into a JSON-RPC error, as ``/mcp`` answers others."""
+    held: dict[str, Any] = {}
+
+    async def wrapped(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            kind = Headers(raw=message["headers"]).get("content-type", "")
+            if message["status"] >= 400 and "json" not in kind:
+                held.update(start=message, body=b"")
+                return
+        elif message["type"] == "http.response.body" and "start" in held:
+            held["body"] += message.get("body", b"")
+            if message.get("more_body"):
+                return
+            start = held.pop("start")
+            text = held["body"].decode("utf-8", "replace").strip()
+            error = {"code": -32600, "message": text or HTTPStatus(start["status"]).phrase}
+            body = dumps({"jsonrpc": "2.0", "id": None, "error": error})
+            headers = [
+                (k, v)
+                for k, v in start["headers"]
+                if k.lower() not in (b"content-type", b"content-length")
+            ]
+            headers += [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"%d" % len(body)),
+            ]
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await send(message)
+
+    return wrapped
 
 
 Handler = Callable[[Request], Awaitable[Response]]

@@ -81,6 +81,7 @@ def build_app(service: Service, host: str, token: str | None) -> Any:
         host=host,
     )
     app.add_exception_handler(HTTPException, http_error)  # 404 and 405 as JSON too
+    app.router.redirect_slashes = False  # `/entries/` is a 404 with a hint, not a bare 307
     loopback = settings.loopback if host == settings.host else type(settings)(host=host).loopback
     hosts: tuple[str, ...] | None = tuple(settings.allowed_hosts)
     origins = tuple(settings.allowed_origins)

@@ -392,7 +392,7 @@ class Router:
             category=chosen[1],
         )
         try:
-            return self._answer(
+            response = self._answer(
                 query,
                 request,
                 session_key=session_key,
@@ -402,6 +402,16 @@ class Router:
             )
         finally:
             self._health.record(self.breakers(), self.last_fallback)
+        return self._noting_workspace(response)
+
+    def _noting_workspace(self, response: SearchResponse) -> SearchResponse:
+        """``response``, with a note when the workspace cannot be read (the workspace
+        check): the index as it was answered, and it may be stale."""
+        error, hint = workspace_problem(self.config)
+        if error is None or any(error in note for note in response.notes):
+            return response
+        note = f"answered from the index as it was: {error}" + (f" ({hint})" if hint else "")
+        return dataclasses.replace(response, notes=(*response.notes, note))
 
     def _answer(
         self,
