@@ -88,7 +88,7 @@ def test_doctor_says_to_fix_the_workspace_and_fix_deletes_nothing(moved: Path) -
     backend = lines.index(next(x for x in lines if x.startswith("✗ backend sqlite")))
     assert "built for another workspace or other memory paths" in lines[backend]
     assert lines[backend + 1].startswith(f"    fix: fix `workspace` in {moved} or create")
-    assert "then memory-router index --backend sqlite" in lines[backend + 1]
+    assert f"then memory-router --config {moved} index --backend sqlite" in lines[backend + 1]
     assert run("--config", str(moved), "doctor", "--fix").returncode == 1
     assert run("--config", str(moved), "index").returncode == 1
     assert chunk_paths(moved) == [  # searches, status, doctor --fix, index: all kept
