@@ -43,6 +43,19 @@ def files_holding(root: Path, case: SecretCase, skip: Path | None = None) -> lis
     ]
 
 
+def assert_nothing_found(router: Router, root: Path, skip: Path | None = None) -> None:
+    """No secret of the corpus in a search answer, nor in any file under ``root``."""
+    hits = {
+        case.kind
+        for case in SECRET_CASES
+        for hit in router.search(case.secret, max_results=50).results
+        if leaked(hit.snippet, case)
+    }
+    assert hits == set()
+    on_disk = {c.kind: files_holding(root, c, skip) for c in SECRET_CASES}
+    assert {kind: files for kind, files in on_disk.items() if files} == {}
+
+
 def text_of(case: SecretCase) -> str:
     return "\n".join(case.messages)
 
@@ -123,15 +136,7 @@ def test_no_secret_written_through_a_path_is_found(
         stored = router.entries()
         assert len(stored) >= len(SECRET_CASES)
         assert not [e.id for e in stored for c in SECRET_CASES if leaked(e.text, c)]
-        hits = {
-            case.kind
-            for case in SECRET_CASES
-            for hit in router.search(case.secret, max_results=50).results
-            if leaked(hit.snippet, case)
-        }
-    assert hits == set()
-    on_disk = {c.kind: files_holding(tmp_path, c) for c in SECRET_CASES}
-    assert {kind: files for kind, files in on_disk.items() if files} == {}
+        assert_nothing_found(router, tmp_path)
     assert (workspace / "memory/entries.md").exists()
 
 
@@ -154,15 +159,7 @@ def test_transcripts_are_redacted_too(
     with Router.from_config(config) as router:
         (report,) = router.sync()
         assert report.added == 2
-        hits = {
-            case.kind
-            for case in SECRET_CASES
-            for hit in router.search(case.secret, max_results=50).results
-            if leaked(hit.snippet, case)
-        }
-    assert hits == set()
-    on_disk = {c.kind: files_holding(tmp_path, c, skip=sessions) for c in SECRET_CASES}
-    assert {kind: files for kind, files in on_disk.items() if files} == {}
+        assert_nothing_found(router, tmp_path, skip=sessions)  # the transcript is the source
 
 
 def test_the_answer_names_the_kinds_redacted(
