@@ -168,15 +168,28 @@ class SessionSyncConfig:
     delta_messages: int = 50
 
 
+DEFAULT_MAX_FILE_BYTES = 5 * 2**20
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SyncConfig:
-    """``[sync]``: when the index is brought up to date with the workspace."""
+    """``[sync]``: when the index is brought up to date with the workspace, and what it takes.
+
+    ``max_file_bytes`` is the largest Markdown note indexed (``0``: no limit); a larger one
+    is left out with a warning in ``index``, ``status`` and ``doctor``. The entries journal
+    and session transcripts have no limit.
+    """
 
     on_search: bool = True
     on_session_start: bool = True
     watch_debounce_ms: int = 1500
     interval_minutes: float = 0
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     sessions: SessionSyncConfig = field(default_factory=SessionSyncConfig)
+
+    def __post_init__(self) -> None:
+        if self.max_file_bytes < 0:
+            raise ValueError("max_file_bytes must be 0 (no limit) or more")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
