@@ -10,6 +10,15 @@ post-mortem; nothing else is deleted.
 ``<name>.lock`` is held (``flock``) by every process that rebuilds or heals the index, so a
 process that finds it free knows that the ``.tmp-*`` files beside the index belong to
 nobody and can be removed.
+
+``<name>.swap`` makes replacing the live file one step for every other process: SQLite
+opens the ``-wal`` and ``-shm`` companions by name after the main file (and deletes them
+by name on the last close), so a connection opened or closed while another process
+renames the three files could pair one file with another's log ("disk I/O error", or
+worse, a shared-memory index built from the wrong log). Every open and close of a
+connection to the live file holds it shared (:func:`swap_lock`); renaming the live file
+(a swap, moving a damaged file aside, putting back a backup) holds it exclusively. A
+connection that is open keeps its own three files and needs no lock to read.
 """
 
 from __future__ import annotations
@@ -40,27 +49,62 @@ def lock_path(path: Path) -> Path:
     return path.with_name(f"{path.name}.lock")
 
 
+def swap_lock_path(path: Path) -> Path:
+    return path.with_name(f"{path.name}.swap")
+
+
 @contextlib.contextmanager
 def index_lock(path: Path, *, wait_s: float) -> Iterator[bool]:
     """Hold ``<index>.lock`` exclusively; yields whether it was taken within ``wait_s``."""
     fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(0.05)
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        with _flock(fd, fcntl.LOCK_EX, wait_s=wait_s, slice_s=0.05) as held:
+            yield held
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def swap_lock(path: Path, *, exclusive: bool, wait_s: float) -> Iterator[bool]:
+    """Hold ``<index>.swap`` (see the module docstring); yields whether it was taken in time.
+
+    Each use locks its own descriptor, so threads of one process exclude each other as
+    processes do. In a folder where the file can be neither created nor opened (a
+    read-only folder) nobody can swap the index, and the lock counts as held.
+    """
+    try:
+        fd = os.open(swap_lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        try:
+            fd = os.open(swap_lock_path(path), os.O_RDONLY)
+        except OSError:
+            yield True
+            return
+    mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    try:
+        # A swap holds the lock for a few renames: short slices keep readers' waits short.
+        with _flock(fd, mode, wait_s=wait_s, slice_s=0.005) as held:
+            yield held
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _flock(fd: int, mode: int, *, wait_s: float, slice_s: float) -> Iterator[bool]:
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                yield False
+                return
+            time.sleep(slice_s)
+    try:
+        yield True
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def remove_orphans(path: Path) -> list[Path]:
@@ -259,7 +303,7 @@ def unwritable_hint(folder: Path, error: OSError) -> str:
 def remove_index_files(path: Path) -> list[Path]:
     """Delete the index and everything this module keeps beside it; the paths removed."""
     patterns = (
-        *("", "-wal", "-shm", ".lock", MARKER, ".tmp-*", ".backup-*", ".damaged-*"),
+        *("", "-wal", "-shm", ".lock", ".swap", MARKER, ".tmp-*", ".backup-*", ".damaged-*"),
         ".migrating*",  # a migration's copy (and its -wal, -shm)
     )
     removed = []

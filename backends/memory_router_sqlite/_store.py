@@ -3,6 +3,10 @@
 Searches run on reader connections (WAL lets them proceed while a sync writes); a full
 rebuild swaps a new file into place, after which every reader is reopened. :meth:`close`
 closes them all, so the file can be moved or deleted afterwards.
+
+Other processes may swap the file too. Connections are opened and closed only under the
+swap lock of :mod:`._damage` (shared), and the file is renamed only under it (exclusive),
+so no process ever opens or closes a connection halfway through another's swap.
 """
 
 from __future__ import annotations
@@ -17,7 +21,16 @@ from pathlib import Path
 
 from memory_router import BackendUnavailable, acquire_lock
 
-from ._damage import diagnose, index_lock, mark_damaged, move_aside, remove_orphans, unwritable_hint
+from ._damage import (
+    diagnose,
+    index_lock,
+    mark_damaged,
+    move_aside,
+    remove_orphans,
+    swap_lock,
+    swap_lock_path,
+    unwritable_hint,
+)
 from ._db import Connection, Driver, connect, ensure_fts, migrate, table_exists, vec_dims
 from ._vectors import Matrix
 
@@ -26,6 +39,9 @@ _SIDE = ("-wal", "-shm", "-journal")
 # Gate waits re-check in slices, so a main thread waiting here still sees Ctrl-C (as
 # memory_router's wait helpers do: the kernel may give the signal to another thread).
 _GATE_SLICE_S = 0.1
+# The swap lock is held for a few renames, or while another process opens a connection
+# (its migrations wait up to busy_timeout_ms for SQLite's own write lock).
+_MIN_SWAP_WAIT_S = 10.0
 
 
 class Store:
@@ -62,13 +78,15 @@ class Store:
         self._counts: tuple[int, str, int] | None = None
         self._version = 0
         self.schema_version = 0
+        self.swap_wait_s = max(_MIN_SWAP_WAIT_S, 2 * busy_timeout_ms / 1000)
         self._make_folder()
-        recover(self.path)
+        recover(self.path, wait_s=self.swap_wait_s)
         self._inode: int | None = None
-        # Found on open, healed by the next write (sync); reads refuse a damaged file.
-        self.damage = diagnose(path, driver, busy_timeout_ms=busy_timeout_ms, indexed=indexed)
         self.healed: str | None = None
-        self.writer: Connection = None if self.damage else self._open_writer()
+        with self._files():
+            # Found on open, healed by the next write (sync); reads refuse a damaged file.
+            self.damage = diagnose(path, driver, busy_timeout_ms=busy_timeout_ms, indexed=indexed)
+            self.writer: Connection = None if self.damage else self._open_writer()
 
     def _make_folder(self) -> None:
         folder = self.path.parent
@@ -108,24 +126,50 @@ class Store:
                 return
             if not held:
                 raise self.damaged_error()
-            # Another process may have healed it while this one waited for the lock.
-            reason = diagnose(self.path, self.driver, busy_timeout_ms=self.busy_timeout_ms)
-            if reason is not None:
-                moved = move_aside(self.path)
-                self.healed = (
-                    f"the index was damaged ({reason}); moved aside to {moved.name} and"
-                    " rebuilt from the Markdown"
-                )
-            if self.writer is not None:
-                self._drop_connections()
-            self.damage = None
-            self.changed()
-            self.writer = self._open_writer()
+            with self._files(exclusive=True):
+                self._heal()
+
+    def _heal(self) -> None:
+        # Another process may have healed it while this one waited for the lock.
+        reason = diagnose(self.path, self.driver, busy_timeout_ms=self.busy_timeout_ms)
+        if reason is not None:
+            moved = move_aside(self.path)
+            self.healed = (
+                f"the index was damaged ({reason}); moved aside to {moved.name} and"
+                " rebuilt from the Markdown"
+            )
+        if self.writer is not None:
+            self._drop_connections()
+        self.damage = None
+        self.changed()
+        self.writer = self._open_writer()
 
     def take_healed(self) -> str | None:
         """The heal report, once (a sync puts it in its report)."""
         healed, self.healed = self.healed, None
         return healed
+
+    @contextlib.contextmanager
+    def _files(self, *, exclusive: bool = False) -> Iterator[None]:
+        """Hold the swap lock: shared to open or close connections to the live file,
+        exclusive to rename it. Refuses after :attr:`swap_wait_s` (a stopped process)."""
+        with swap_lock(self.path, exclusive=exclusive, wait_s=self.swap_wait_s) as held:
+            if not held:
+                doing = "replace the index" if exclusive else "open the index"
+                raise BackendUnavailable(
+                    f"could not {doing} {self.path}: another process held {self.path.name}.swap"
+                    f" for {self.swap_wait_s:.0f} s",
+                    backend=self.name,
+                    hint="try again; if it persists, look for a stopped memory-router process",
+                )
+            yield
+
+    def _close(self, conns: list[Connection]) -> None:
+        """Close ``conns`` under the shared swap lock (a last close deletes the -wal and
+        -shm by name). A lock not had in time is a stuck process, not a swap: close anyway."""
+        with swap_lock(self.path, exclusive=False, wait_s=self.swap_wait_s):
+            for conn in conns:
+                conn.close()
 
     @contextlib.contextmanager
     def rebuilding(self) -> Iterator[None]:
@@ -166,7 +210,7 @@ class Store:
         """
         if self.damage is not None or _inode(self.path) in (self._inode, None):
             return
-        with self.write_lock:
+        with self.write_lock, self._files():
             if _inode(self.path) not in (self._inode, None) and not self._closed:
                 self._drop_connections()
                 self.changed()
@@ -207,19 +251,28 @@ class Store:
                 if keep:
                     self._idle.append(conn)
             if not keep:
-                conn.close()
+                self._close([conn])
 
     def _connect_reader(self) -> Connection:
-        """Open a reader; while a rebuild is being swapped in the file may be missing a moment."""
+        """Open a reader under the swap lock, with its -wal and -shm mapped before the lock
+        is let go. A file that is missing a moment (deleted, being rebuilt after a reset)
+        is tried again for half a second."""
         for attempt in range(20):
             try:
-                return connect(
-                    self.driver, self.path, busy_timeout_ms=self.busy_timeout_ms, create=False
-                )
+                with self._files():
+                    conn = connect(
+                        self.driver, self.path, busy_timeout_ms=self.busy_timeout_ms, create=False
+                    )
+                    try:
+                        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+                    except Exception:
+                        conn.close()
+                        raise
+                    return conn
             except Exception as error:
                 if "unable to open" not in str(error).lower() or attempt == 19:
                     raise
-                time.sleep(0.025)
+            time.sleep(0.025)
         raise AssertionError("unreachable")
 
     def models(self, conn: Connection) -> frozenset[str]:
@@ -286,7 +339,8 @@ class Store:
             while self._readers:
                 self._gate.wait(_GATE_SLICE_S)
         try:
-            self._swap(temp)
+            with self._files(exclusive=True):
+                self._swap(temp)
         finally:
             with self._gate:
                 self._swapping = False
@@ -313,9 +367,11 @@ class Store:
             raise
         for saved, _ in moved:
             saved.unlink(missing_ok=True)
+        swap_lock_path(temp).unlink(missing_ok=True)  # a staged copy's own, nobody else's
         self.writer = self._open_writer()
 
     def _drop_connections(self) -> None:
+        """Close the writer and the idle readers (the caller holds the swap lock)."""
         if self.writer is not None:
             self.writer.close()
         with self._pool_lock:
@@ -331,7 +387,8 @@ class Store:
         try:
             if self._closed:
                 return
-            self._drop_connections()
+            with swap_lock(self.path, exclusive=False, wait_s=self.swap_wait_s):
+                self._drop_connections()  # closed even when the lock was not had (see _close)
             self.changed()
             with self._pool_lock:
                 self._closed = True
@@ -346,26 +403,38 @@ def _inode(path: Path) -> int | None:
         return None
 
 
-def recover(path: Path) -> None:
+def recover(path: Path, *, wait_s: float) -> None:
     """Undo what a process killed during :meth:`Store.replace_with` or a rebuild left behind.
 
     A missing index with a ``.backup-*`` beside it was moved aside and never replaced: it
-    is put back. Temporary rebuild files are deleted once no process holds the index lock
-    (every rebuild holds it while its file exists).
+    is put back, under the swap lock (a live swap holds it, so a backup of a swap in
+    progress is left alone). Temporary rebuild files are deleted once no process holds
+    the index lock (every rebuild holds it while its file exists).
     """
-    backups = sorted(
-        (p for p in path.parent.glob(f"{path.name}.backup-*") if not p.name.endswith(_SIDE)),
-        key=lambda p: p.stat().st_mtime,
-    )
-    if not path.exists() and backups:
-        for suffix in _SUFFIXES:
-            if Path(f"{backups[-1]}{suffix}").exists():
-                os.replace(f"{backups[-1]}{suffix}", f"{path}{suffix}")
+    if not path.exists() and _backups(path):
+        with swap_lock(path, exclusive=True, wait_s=wait_s) as held:
+            backups = _backups(path) if held and not path.exists() else []
+            if backups:
+                for suffix in _SUFFIXES:
+                    if Path(f"{backups[-1]}{suffix}").exists():
+                        os.replace(f"{backups[-1]}{suffix}", f"{path}{suffix}")
     remove_orphans(path)
+
+
+def _backups(path: Path) -> list[Path]:
+    """The ``.backup-*`` copies beside ``path``, oldest first."""
+    found = []
+    for backup in path.parent.glob(f"{path.name}.backup-*"):
+        with contextlib.suppress(OSError):  # deleted by a swap finishing meanwhile
+            if not backup.name.endswith(_SIDE):
+                found.append((backup.stat().st_mtime, backup))
+    return [backup for _, backup in sorted(found)]
 
 
 def remove_db(path: Path) -> None:
     """Delete a database file and its -wal/-shm/-journal companions, if present (a hot
-    rollback journal left behind would be rolled into the next file of that name)."""
+    rollback journal left behind would be rolled into the next file of that name), and its
+    swap lock: only for files no other process uses (a rebuild's or a migration's copy)."""
     for suffix in _SUFFIXES:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
+    swap_lock_path(path).unlink(missing_ok=True)
