@@ -96,11 +96,15 @@ class SqliteBackend(Backend):
     def search(self, request: SearchRequest) -> BackendResult:
         try:
             with self.store.reader() as conn:
-                return self._search(conn, request)
+                result = self._search(conn, request)
         except MemoryRouterError:
             raise
         except Exception as error:
             raise self._translate(error, "search") from error
+        if self.store.read_only is None:
+            return result
+        note = f"{self.name}: {self.store.read_only[0]}: answered from the index as it is"
+        return replace(result, notes=(*result.notes, note))
 
     def _scope(self, conn: Any, request: SearchRequest) -> Scope:
         return Scope(
@@ -220,6 +224,8 @@ class SqliteBackend(Backend):
         except Exception as error:
             message = translate(error, backend=self.name, doing="status").message
             return BackendStatus(name=self.name, available=False, error=message)
+        if self.store.read_only is not None:
+            details["read_only"] = f"{self.store.read_only[0]} ({self.store.read_only[1]})"
         return BackendStatus(
             name=self.name, available=True, files=files, chunks=chunks, details=details
         )

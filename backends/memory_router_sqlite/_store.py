@@ -4,6 +4,10 @@ Searches run on reader connections (WAL lets them proceed while a sync writes); 
 rebuild swaps a new file into place, after which every reader is reopened. :meth:`close`
 closes them all, so the file can be moved or deleted afterwards.
 
+An index in a folder that cannot be written (a read-only mount, a folder of another
+user) is opened read-only (:attr:`Store.read_only`): searches answer from it as it is,
+and every write (a sync, an import) is refused with what to do.
+
 Other processes may swap the file too. Connections are opened and closed only under the
 swap lock of :mod:`._damage` (shared), and the file is renamed only under it (exclusive),
 so no process ever opens or closes a connection halfway through another's swap.
@@ -21,21 +25,12 @@ from pathlib import Path
 
 from memory_router import BackendUnavailable, acquire_lock
 
-from ._damage import (
-    diagnose,
-    index_lock,
-    mark_damaged,
-    move_aside,
-    remove_orphans,
-    swap_lock,
-    swap_lock_path,
-    unwritable_hint,
-)
+from ._damage import diagnose, mark_damaged, move_aside, unwritable_hint
 from ._db import Connection, Driver, connect, ensure_fts, migrate, table_exists, vec_dims
+from ._files import SUFFIXES, index_lock, recover, swap_lock, swap_lock_path
+from ._files import remove_db as remove_db  # where the backend's modules import it from
 from ._vectors import Matrix
 
-_SUFFIXES = ("", "-wal", "-shm", "-journal")
-_SIDE = ("-wal", "-shm", "-journal")
 # Gate waits re-check in slices, so a main thread waiting here still sees Ctrl-C (as
 # memory_router's wait helpers do: the kernel may give the signal to another thread).
 _GATE_SLICE_S = 0.1
@@ -79,16 +74,27 @@ class Store:
         self._version = 0
         self.schema_version = 0
         self.swap_wait_s = max(_MIN_SWAP_WAIT_S, 2 * busy_timeout_ms / 1000)
-        self._make_folder()
-        recover(self.path, wait_s=self.swap_wait_s)
+        # Why the folder cannot be written, and what to do, for an index still readable.
+        self.read_only: tuple[str, str] | None = self._make_folder()
+        if self.read_only is None:
+            recover(self.path, wait_s=self.swap_wait_s)
         self._inode: int | None = None
         self.healed: str | None = None
         with self._files():
             # Found on open, healed by the next write (sync); reads refuse a damaged file.
-            self.damage = diagnose(path, driver, busy_timeout_ms=busy_timeout_ms, indexed=indexed)
-            self.writer: Connection = None if self.damage else self._open_writer()
+            self.damage = diagnose(
+                path,
+                driver,
+                busy_timeout_ms=busy_timeout_ms,
+                indexed=indexed,
+                read_only=self.read_only is not None,
+            )
+            writable = self.damage is None and self.read_only is None
+            self.writer: Connection = self._open_writer() if writable else None
 
-    def _make_folder(self) -> None:
+    def _make_folder(self) -> tuple[str, str] | None:
+        """Create the index folder. One that cannot be written is refused, unless the
+        index in it can be read: then the index is read-only (returns why, and the hint)."""
         folder = self.path.parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -98,11 +104,21 @@ class Store:
         except OSError as error:
             not_folder = folder.exists() and not folder.is_dir()
             why = "it is not a folder" if not_folder else error.strerror or str(error)
+            message = f"cannot write the index folder {folder}: {why}"
+            if not not_folder and self.path.is_file() and os.access(self.path, os.R_OK):
+                return message, unwritable_hint(folder, error)
             raise BackendUnavailable(
-                f"cannot write the index folder {folder}: {why}",
-                backend=self.name,
-                hint=unwritable_hint(folder, error),
+                message, backend=self.name, hint=unwritable_hint(folder, error)
             ) from error
+        return None
+
+    def check_writable(self) -> None:
+        """Refuse a write to a read-only index, saying why and what to do."""
+        if self.read_only is not None:
+            message, hint = self.read_only
+            raise BackendUnavailable(
+                f"{message}: the index is read-only", backend=self.name, hint=hint
+            )
 
     def damaged_error(self) -> BackendUnavailable:
         return BackendUnavailable(
@@ -118,7 +134,10 @@ class Store:
         mark_damaged(self.path, reason)
 
     def heal(self) -> None:
-        """Move a damaged index aside and open a fresh one, which the caller then fills."""
+        """Ready the index for a write (every write path calls this first): refuse a
+        read-only one; move a damaged one aside and open a fresh one, which the caller
+        then fills."""
+        self.check_writable()
         if self.damage is None:
             return
         with self.write_lock, index_lock(self.path, wait_s=self.busy_timeout_ms / 1000) as held:
@@ -208,7 +227,7 @@ class Store:
         Connections keep reading the file they opened even after it was replaced (and
         writes would go to the replaced file), so a changed inode means: start over.
         """
-        if self.damage is not None or _inode(self.path) in (self._inode, None):
+        if self.read_only or self.damage is not None or _inode(self.path) in (self._inode, None):
             return
         with self.write_lock, self._files():
             if _inode(self.path) not in (self._inode, None) and not self._closed:
@@ -261,7 +280,11 @@ class Store:
             try:
                 with self._files():
                     conn = connect(
-                        self.driver, self.path, busy_timeout_ms=self.busy_timeout_ms, create=False
+                        self.driver,
+                        self.path,
+                        busy_timeout_ms=self.busy_timeout_ms,
+                        create=False,
+                        read_only=self.read_only is not None,
                     )
                     try:
                         conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
@@ -352,12 +375,12 @@ class Store:
         backup = self.path.with_name(f"{self.path.name}.backup-{uuid.uuid4().hex}")
         moved: list[tuple[Path, Path]] = []
         try:
-            for suffix in _SUFFIXES:
+            for suffix in SUFFIXES:
                 live = Path(f"{self.path}{suffix}")
                 if live.exists():
                     os.replace(live, f"{backup}{suffix}")
                     moved.append((Path(f"{backup}{suffix}"), live))
-            for suffix in _SUFFIXES:
+            for suffix in SUFFIXES:
                 if Path(f"{temp}{suffix}").exists():
                     os.replace(f"{temp}{suffix}", f"{self.path}{suffix}")
         except OSError:
@@ -401,40 +424,3 @@ def _inode(path: Path) -> int | None:
         return path.stat().st_ino
     except OSError:
         return None
-
-
-def recover(path: Path, *, wait_s: float) -> None:
-    """Undo what a process killed during :meth:`Store.replace_with` or a rebuild left behind.
-
-    A missing index with a ``.backup-*`` beside it was moved aside and never replaced: it
-    is put back, under the swap lock (a live swap holds it, so a backup of a swap in
-    progress is left alone). Temporary rebuild files are deleted once no process holds
-    the index lock (every rebuild holds it while its file exists).
-    """
-    if not path.exists() and _backups(path):
-        with swap_lock(path, exclusive=True, wait_s=wait_s) as held:
-            backups = _backups(path) if held and not path.exists() else []
-            if backups:
-                for suffix in _SUFFIXES:
-                    if Path(f"{backups[-1]}{suffix}").exists():
-                        os.replace(f"{backups[-1]}{suffix}", f"{path}{suffix}")
-    remove_orphans(path)
-
-
-def _backups(path: Path) -> list[Path]:
-    """The ``.backup-*`` copies beside ``path``, oldest first."""
-    found = []
-    for backup in path.parent.glob(f"{path.name}.backup-*"):
-        with contextlib.suppress(OSError):  # deleted by a swap finishing meanwhile
-            if not backup.name.endswith(_SIDE):
-                found.append((backup.stat().st_mtime, backup))
-    return [backup for _, backup in sorted(found)]
-
-
-def remove_db(path: Path) -> None:
-    """Delete a database file and its -wal/-shm/-journal companions, if present (a hot
-    rollback journal left behind would be rolled into the next file of that name), and its
-    swap lock: only for files no other process uses (a rebuild's or a migration's copy)."""
-    for suffix in _SUFFIXES:
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-    swap_lock_path(path).unlink(missing_ok=True)
