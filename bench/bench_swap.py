@@ -1,15 +1,18 @@
 """Readers across another process's rebuild: searches while other processes swap in new indexes.
 
-    .venv/bin/python bench/bench_swap.py [--seconds 60] [--writers 2] [--readers 8] [--files 120]
+    .venv/bin/python bench/bench_swap.py [--seconds 60] [--writers 2] [--readers 8]
+        [--openers 0] [--files 20]
 
 A workspace of ``--files`` notes is indexed once by the SQLite backend (the deterministic
 ``hash`` embedder of ``memory_router.testing``). Then ``--writers`` real processes each
 rebuild the index in a loop (``sync(force=True)``: a new file built beside the live one
-and swapped into place), while this process runs ``--readers`` threads that search the
-backend as fast as they can, each through its own long-lived Router share of one backend.
+and swapped into place), while this process runs ``--readers`` threads that search one
+long-lived backend as fast as they can, and ``--openers`` more processes open the backend
+afresh for every search, as one-shot CLI commands do.
 
 It prints the searches, the swaps, and every failed search with its error (target: 0).
-A search counts as failed when it raises or when the backend marks the index damaged.
+A search counts as failed when it raises, finds nothing (an empty index), or when the
+backend is unavailable afterwards (marked damaged).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from _notes import WORDS, write_notes
 
@@ -48,6 +52,25 @@ def write_config(base: Path) -> Path:
 
 def router(config: Path) -> Router:
     return Router.from_config(load_config(config, environ={}), plugins=[testing])
+
+
+def opener(config: Path, seconds: float) -> None:
+    """Open the backend afresh and search once, until ``seconds`` pass; print the tally."""
+    tally = Tally()
+    deadline = time.monotonic() + seconds
+    with router(config) as r:
+        shared: Any = r.backend("sqlite")
+        rng = random.Random(os.getpid())
+        while time.monotonic() < deadline:
+            try:
+                backend = type(shared)(shared.context)  # the backend's own open path
+                try:
+                    tally.add(search_once(backend, rng))
+                finally:
+                    backend.close()
+            except Exception as error:
+                tally.add(f"{type(error).__name__}: {error}")
+    print(json.dumps({"searches": tally.searches, "errors": dict(tally.errors)}), flush=True)
 
 
 def writer(config: Path, seconds: float) -> None:
@@ -74,21 +97,26 @@ class Tally:
                 self.errors[error[:160]] += 1
 
 
+def search_once(backend: Any, rng: random.Random) -> str | None:
+    """One search; ``None`` when it found something, else what went wrong."""
+    query = rng.choice(QUERIES)
+    request = SearchRequest(query=query, max_results=5, min_score=0.0, candidates=20)
+    try:
+        hits = backend.search(request).hits
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+    return None if hits else f"no hits for {query!r}"
+
+
 def read(r: Router, seed: int, stop: threading.Event, tally: Tally) -> None:
     rng = random.Random(seed)
     backend = r.backend("sqlite")
     while not stop.is_set():
-        query = rng.choice(QUERIES)
-        request = SearchRequest(query=query, max_results=5, min_score=0.0, candidates=20)
-        try:
-            hits = backend.search(request).hits
-            tally.add(None if hits else f"no hits for {query!r}")
-        except Exception as error:
-            tally.add(f"{type(error).__name__}: {error}")
+        tally.add(search_once(backend, rng))
 
 
-def spawn_writer(config: Path, seconds: float) -> subprocess.Popen[str]:
-    command = [sys.executable, __file__, "--writer", str(config), "--seconds", str(seconds)]
+def spawn(role: str, config: Path, seconds: float) -> subprocess.Popen[str]:
+    command = [sys.executable, __file__, f"--{role}", str(config), "--seconds", str(seconds)]
     return subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
     )
@@ -104,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
         tally = Tally()
         stop = threading.Event()
         started = time.monotonic()
-        writers = [spawn_writer(config, args.seconds) for _ in range(args.writers)]
+        writers = [spawn("writer", config, args.seconds) for _ in range(args.writers)]
+        writers += [spawn("opener", config, args.seconds) for _ in range(args.openers)]
         with router(config) as r:
             threads = [
                 threading.Thread(target=read, args=(r, n, stop, tally), daemon=True)
@@ -112,14 +141,18 @@ def run(args: argparse.Namespace) -> int:
             ]
             for thread in threads:
                 thread.start()
-            swaps = 0
+            swaps = opened = 0
             try:
                 for process in writers:
                     out, err = process.communicate(timeout=args.seconds + 120)
                     if process.returncode != 0:
-                        print(f"writer failed ({process.returncode}): {err[-800:]}")
+                        print(f"a process failed ({process.returncode}): {err[-800:]}")
                         return 2
-                    swaps += json.loads(out.strip().splitlines()[-1])["swaps"]
+                    result = json.loads(out.strip().splitlines()[-1])
+                    swaps += result.get("swaps", 0)
+                    opened += result.get("searches", 0)
+                    for error, count in result.get("errors", {}).items():
+                        tally.errors[f"(fresh open) {error}"] += count
             finally:
                 for process in writers:
                     if process.poll() is None:
@@ -131,9 +164,11 @@ def run(args: argparse.Namespace) -> int:
             damaged = r.backend("sqlite").status().error
         elapsed = time.monotonic() - started
         failed = sum(tally.errors.values())
+        openers = f", {args.openers} opener processes" if args.openers else ""
+        fresh = f" + {opened} from fresh opens" if args.openers else ""
         print(
-            f"swap bench: {args.writers} writer processes, {args.readers} reader threads,"
-            f" {elapsed:.0f} s: {tally.searches} searches, {swaps} swaps,"
+            f"swap bench: {args.writers} writer processes, {args.readers} reader threads"
+            f"{openers}, {elapsed:.0f} s: {tally.searches}{fresh} searches, {swaps} swaps,"
             f" {failed} failed searches"
         )
         for error, count in tally.errors.most_common():
@@ -150,12 +185,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--writers", type=int, default=2)
     parser.add_argument("--readers", type=int, default=8)
-    parser.add_argument("--files", type=int, default=120)
+    parser.add_argument("--openers", type=int, default=0)
+    parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--writer", metavar="CONFIG", help=argparse.SUPPRESS)
+    parser.add_argument("--opener", metavar="CONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.writer:
-        writer(Path(args.writer), args.seconds)
+    if args.writer or args.opener:
+        (writer if args.writer else opener)(Path(args.writer or args.opener), args.seconds)
         return
     os.environ.pop("MEMORY_ROUTER_CONFIG", None)
     sys.exit(run(args))
