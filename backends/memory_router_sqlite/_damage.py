@@ -219,7 +219,8 @@ def unwritable_hint(folder: Path, error: OSError) -> str:
 def remove_index_files(path: Path) -> list[Path]:
     """Delete the index and everything this module keeps beside it; the paths removed."""
     patterns = (
-        *("", "-wal", "-shm", ".lock", ".swap", MARKER, ".tmp-*", ".backup-*", ".damaged-*"),
+        *("", "-wal", "-shm", ".lock", ".swap", ".swap-next", MARKER, ".tmp-*", ".backup-*"),
+        ".damaged-*",
         ".migrating*",  # a migration's copy (and its -wal, -shm)
     )
     removed = []

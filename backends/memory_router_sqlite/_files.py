@@ -12,6 +12,9 @@ worse, a shared-memory index built from the wrong log). Every open and close of 
 connection to the live file holds it shared (:func:`swap_lock`); renaming the live file
 (a swap, moving a damaged file aside, putting back a backup) holds it exclusively. A
 connection that is open keeps its own three files and needs no lock to read.
+``<name>.swap-next`` is its turnstile: a swap holds it exclusively while it waits, and an
+open passes it (shared, let go at once) before it asks for ``.swap``, so opens that keep
+overlapping (one-shot CLI commands, each checking the file) cannot starve a swap.
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ def swap_lock_path(path: Path) -> Path:
     return path.with_name(f"{path.name}.swap")
 
 
+def swap_next_path(path: Path) -> Path:
+    return path.with_name(f"{path.name}.swap-next")
+
+
 @contextlib.contextmanager
 def index_lock(path: Path, *, wait_s: float) -> Iterator[bool]:
     """Hold ``<index>.lock`` exclusively; yields whether it was taken within ``wait_s``."""
@@ -49,23 +56,42 @@ def index_lock(path: Path, *, wait_s: float) -> Iterator[bool]:
 
 @contextlib.contextmanager
 def swap_lock(path: Path, *, exclusive: bool, wait_s: float) -> Iterator[bool]:
-    """Hold ``<index>.swap`` (see the module docstring); yields whether it was taken in time.
+    """Hold ``<index>.swap`` behind its turnstile (see the module docstring); yields
+    whether both were had within ``wait_s`` in all.
 
-    Each use locks its own descriptor, so threads of one process exclude each other as
-    processes do. In a folder where the file can be neither created nor opened (a
+    Each use locks descriptors of its own, so threads of one process exclude each other
+    as processes do. In a folder where the files can be neither created nor opened (a
     read-only folder) nobody can swap the index, and the lock counts as held.
     """
+    deadline = time.monotonic() + wait_s
+    mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    with _file_lock(swap_next_path(path), mode, deadline) as queued:
+        if exclusive and queued:  # held until the swap is done: later opens wait
+            with _file_lock(swap_lock_path(path), mode, deadline) as held:
+                yield held
+            return
+    if not queued:
+        yield False
+        return
+    with _file_lock(swap_lock_path(path), mode, deadline) as held:
+        yield held
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path, mode: int, deadline: float) -> Iterator[bool]:
+    """``flock`` ``path`` (created when missing) on a descriptor of its own until
+    ``deadline``; a file that can be neither created nor opened counts as held."""
     try:
-        fd = os.open(swap_lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError:
         try:
-            fd = os.open(swap_lock_path(path), os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY)
         except OSError:
             yield True
             return
-    mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
     try:
-        # A swap holds the lock for a few renames: short slices keep readers' waits short.
+        # A swap holds its locks for a few renames: short slices keep the waits short.
+        wait_s = max(0.0, deadline - time.monotonic())
         with _flock(fd, mode, wait_s=wait_s, slice_s=0.005) as held:
             yield held
     finally:
@@ -141,3 +167,4 @@ def remove_db(path: Path) -> None:
     for suffix in SUFFIXES:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     swap_lock_path(path).unlink(missing_ok=True)
+    swap_next_path(path).unlink(missing_ok=True)

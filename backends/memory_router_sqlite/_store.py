@@ -27,7 +27,7 @@ from memory_router import BackendUnavailable, acquire_lock
 
 from ._damage import diagnose, mark_damaged, move_aside, unwritable_hint
 from ._db import Connection, Driver, connect, ensure_fts, migrate, table_exists, vec_dims
-from ._files import SUFFIXES, index_lock, recover, swap_lock, swap_lock_path
+from ._files import SUFFIXES, index_lock, recover, swap_lock, swap_lock_path, swap_next_path
 from ._files import remove_db as remove_db  # where the backend's modules import it from
 from ._vectors import Matrix
 
@@ -390,7 +390,8 @@ class Store:
             raise
         for saved, _ in moved:
             saved.unlink(missing_ok=True)
-        swap_lock_path(temp).unlink(missing_ok=True)  # a staged copy's own, nobody else's
+        for lock in (swap_lock_path(temp), swap_next_path(temp)):
+            lock.unlink(missing_ok=True)  # a staged copy's own, nobody else's
         self.writer = self._open_writer()
 
     def _drop_connections(self) -> None:
