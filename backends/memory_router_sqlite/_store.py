@@ -9,7 +9,7 @@ user) is opened read-only (:attr:`Store.read_only`): searches answer from it as 
 and every write (a sync, an import) is refused with what to do.
 
 Other processes may swap the file too. Connections are opened and closed only under the
-swap lock of :mod:`._damage` (shared), and the file is renamed only under it (exclusive),
+swap lock of :mod:`._files` (shared), and the file is renamed only under it (exclusive),
 so no process ever opens or closes a connection halfway through another's swap.
 """
 
@@ -192,7 +192,7 @@ class Store:
 
     @contextlib.contextmanager
     def rebuilding(self) -> Iterator[None]:
-        """Hold the index lock while a temporary rebuild file exists (see :mod:`._damage`)."""
+        """Hold the index lock while a temporary rebuild file exists (see :mod:`._files`)."""
         with index_lock(self.path, wait_s=3600.0):
             yield
 
