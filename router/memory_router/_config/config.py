@@ -375,18 +375,27 @@ def _expand_tokens(value: str, config: Config, *, state: str | None) -> str:
     return value
 
 
-def ensure_dir(path: Path, *, key: str) -> Path:
-    """Create the state folder ``path`` if needed; one that cannot be created or written
-    is a :class:`ConfigError` naming the setting ``key`` and the folder."""
+def ensure_dir(path: Path, *, key: str, must_write: bool = True) -> Path:
+    """Create the state folder ``path`` if needed; one that cannot be created (or, with
+    ``must_write``, written) is a :class:`ConfigError` naming the setting ``key`` and the
+    folder. Without ``must_write`` an existing read-only folder is returned as it is: a
+    backend may still answer from the index in it (see :func:`writable`)."""
     hint = f"set {key} to a folder this user can write, or fix the folder's permissions"
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
+        if not must_write and path.is_dir():
+            return path  # it exists: mkdir failed on a read-only file system
         why = error.strerror or type(error).__name__
         raise ConfigError(f"cannot create folder {path}: {why}", key=key, hint=hint) from None
-    if not os.access(path, os.W_OK | os.X_OK):
+    if must_write and not writable(path):
         raise ConfigError(f"folder {path} is not writable", key=key, hint=hint)
     return path
+
+
+def writable(folder: Path) -> bool:
+    """Whether this process may create files in ``folder`` (false on a read-only mount)."""
+    return os.access(folder, os.W_OK | os.X_OK)
 
 
 def default_config_path() -> Path:
