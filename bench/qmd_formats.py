@@ -68,11 +68,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", required=True)
     parser.add_argument("--data", default="/work/shared/data/locomo/locomo10.json")
-    parser.add_argument("--conversations", type=int, default=2)
+    parser.add_argument("--conversations", type=int, default=1)
     args = parser.parse_args()
     import llama_cpp
 
-    llm = llama_cpp.Llama(model_path=args.model, embedding=True, n_ctx=512, verbose=False)
+    llm = llama_cpp.Llama(
+        model_path=args.model, embedding=True, n_ctx=512, n_threads=1, verbose=False
+    )
 
     def embed(text: str) -> list[float]:
         ids = llm.tokenize(text.encode(), add_bos=True)[:508]

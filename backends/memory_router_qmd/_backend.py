@@ -171,19 +171,22 @@ class QmdBackend(Backend):
         # QMD's snippet is 300 characters around the first keyword in the chunk with the
         # most keywords (without a reranker, in every mode): cite runs of lines instead.
         raw = self._cite(raw, collections, request.query)
+        # Unreranked hybrid: QMD's fused rank (keywords and the vector) orders the
+        # documents, the cited lines' keyword coverage the runs, as in ``search`` mode.
+        keyed = mode == "search" or (mode == "query" and not self.preflight.usable("rerank"))
         hits = to_hits(
             raw,
             collections=collections,
             workspace=self.context.config.workspace_path,
             backend=self.name,
-            scoring=SCORING.get(mode, "qmd"),
+            scoring="coverage" if keyed else SCORING.get(mode, "qmd"),
             side={"search": "text", "vsearch": "vector"}.get(mode),
             line_maps=self._line_maps,
         )
         return BackendResult(
             hits=tuple(hits[: request.candidates]),
             mode=mode,
-            relaxed_min_score=calibrated(RELAXED_COVERAGE) if mode == "search" else 0.0,
+            relaxed_min_score=calibrated(RELAXED_COVERAGE) if keyed else 0.0,
             notes=notes,
         )
 
