@@ -119,7 +119,7 @@ def _ranked(
     """
     rank = "bm25(chunks_fts)" if match else "0"
     sql = f"SELECT rowid, {rank} AS r FROM chunks_fts WHERE {where}"
-    order = " ORDER BY r LIMIT ?"
+    order = " ORDER BY r, rowid LIMIT ?"
     halves = scope.halves if match else None
     if halves is None:
         rows = conn.execute(sql + order, [*params, scope.limit]).fetchall()
