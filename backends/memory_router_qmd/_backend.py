@@ -8,6 +8,7 @@ Each agent has its own QMD state under the backend's state directory. See
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -63,7 +64,7 @@ class QmdBackend(Backend):
     def __init__(self, context: BackendContext) -> None:
         super().__init__(context)
         self.settings: QmdSettings = context.settings or QmdSettings()
-        self.command = locate(self.settings, backend=self.name)
+        self.command = locate(self.settings, backend=self.name, expand=context.config.expand)
         self.runner = QmdRunner(
             self.command,
             index=self.settings.index,
@@ -106,18 +107,36 @@ class QmdBackend(Backend):
         as it is, so a collection dropped from the config disappears only at the next
         sync, never on the search path; searches use the collections the YAML declares.
         """
-        collections = managed_collections(self.context.config, self.export_dir)
-        models = {
-            role: str(Path(getattr(self.models, role)).expanduser())
-            for role in ("embed", "generate", "rerank")
-            if self.preflight.usable(role)
-        }
+        collections, models = self._wanted()
         path = self.runner.config_path
         if rewrite or not path.is_file():
             ensure_config(path, collections, models)
         declared = declared_names(path)
         with self._lock:
             self._collections = {c.name: c for c in collections if c.name in declared}
+
+    def _wanted(self) -> tuple[list[Collection], dict[str, str]]:
+        """The collections and model paths the index YAML should declare."""
+        collections = managed_collections(self.context.config, self.export_dir)
+        models = {
+            role: str(Path(getattr(self.models, role)).expanduser())
+            for role in ("embed", "generate", "rerank")
+            if self.preflight.usable(role)
+        }
+        return collections, models
+
+    def _files(self, snapshot: Snapshot) -> str:
+        """A fingerprint of what a sync's update indexes: the memory files (path and
+        content), the collections and models declared, and the snapshot's fingerprint."""
+        collections, models = self._wanted()
+        described = {
+            "documents": sorted((d.path, d.hash) for d in snapshot.documents),
+            "collections": sorted((c.name, str(c.path), c.pattern) for c in collections),
+            "models": models,
+            "fingerprint": snapshot.fingerprint,
+        }
+        text = json.dumps(described, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     # -- search -------------------------------------------------------------------------
 
@@ -285,8 +304,15 @@ class QmdBackend(Backend):
 
         QMD indexes the Markdown itself (its chunks and vectors are its own), so the
         snapshot's fingerprint does not apply; ``force`` re-embeds everything.
+
+        Without ``force``, a sync whose files the last update (of any process) indexed as
+        they are, with nothing left to embed, starts no QMD process: a one-shot command's
+        first search would only start an update it then ends.
         """
         started = time.perf_counter()
+        files = self._files(snapshot)
+        if not force and self.cycle.indexed(files, embeds=self.preflight.usable("embed")):
+            return self._already_indexed(snapshot, started)
         progress(done=0, total=2, label="qmd update")
         if snapshot.config.sessions_enabled:
             try:
@@ -297,7 +323,7 @@ class QmdBackend(Backend):
                     backend=self.name,
                 ) from error
             self._line_maps = load_line_maps(self.export_dir)
-        update, embed = self.cycle.run(force=True, embed_force=force)
+        update, embed = self.cycle.run(force=True, embed_force=force, files=files)
         counts = reported_counts(update, self.cycle.take_changes())
         if snapshot.config.sessions_enabled:
             purge_old_redaction(snapshot, self.export_dir, self.cycle.cleanup)
@@ -319,10 +345,28 @@ class QmdBackend(Backend):
             warnings=own_reading(snapshot),
         )
 
+    def _already_indexed(self, snapshot: Snapshot, started: float) -> SyncReport:
+        """The report of a sync that found QMD's index up to date (see :meth:`sync`)."""
+        changes = self.cycle.take_changes()  # what a start-up cycle changed, if anything
+        indexed = sum(read_stats(self.runner.index_path).documents.values())
+        fresh = changes["added"] + changes["updated"]
+        return SyncReport(
+            backend=self.name,
+            added=changes["added"],
+            updated=changes["updated"],
+            removed=changes["removed"],
+            unchanged=max(0, indexed - fresh),
+            chunks=indexed,
+            reason="already indexed: no file changed since the last qmd update",
+            duration_ms=(time.perf_counter() - started) * 1000,
+            warnings=own_reading(snapshot),
+        )
+
     # -- status -------------------------------------------------------------------------
 
     def status(self, *, deep: bool = False) -> BackendStatus:
         """Documents, vectors, the update cycle, the sidecar and the effective mode."""
+        self.cycle.refresh()  # another process may have updated since
         stats = read_stats(self.runner.index_path)
         mode, notes = self.effective_mode(self.settings.search_mode)
         details: dict[str, Any] = {

@@ -89,7 +89,11 @@ class SqliteBackend(Backend):
 
     def search(self, request: SearchRequest) -> BackendResult:
         with self.store.translating("search"), self.store.reader() as conn:
-            return self._search(conn, request)
+            result = self._search(conn, request)
+        if self.store.read_only is None:
+            return result
+        note = f"{self.name}: {self.store.read_only[0]}: answered from the index as it is"
+        return replace(result, notes=(*result.notes, note))
 
     def _scope(self, conn: Any, request: SearchRequest) -> Scope:
         return Scope(
@@ -204,6 +208,8 @@ class SqliteBackend(Backend):
         except MemoryRouterError as error:
             shown = f"{error.message}; {error.hint}" if error.hint else error.message
             return BackendStatus(name=self.name, available=False, error=shown)
+        if self.store.read_only is not None:
+            details["read_only"] = f"{self.store.read_only[0]} ({self.store.read_only[1]})"
         return BackendStatus(
             name=self.name, available=True, files=files, chunks=chunks, details=details
         )

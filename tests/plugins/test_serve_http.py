@@ -104,7 +104,7 @@ def test_get_reads_lines_and_refuses_escapes(server: Server) -> None:
         (b"[1, 2]", 400, "JSON object"),
         (b'{"maxResults": 3}', 400, "query is required"),
         (b'{"query": "x", "top_k": 3}', 400, "unknown field 'top_k'"),
-        (b'{"query": "x", "maxResults": "many"}', 400, "max_results must be a whole number"),
+        (b'{"query": "x", "maxResults": "many"}', 400, "maxResults must be a whole number"),
         (b'{"query": "' + b"x" * 5000 + b'"}', 413, "over 4096 bytes"),
     ],
 )

@@ -139,6 +139,7 @@ def migrate(
     """
     if router.is_closed:
         raise closed_error()
+    router.check_workspace()  # a target that indexes the Markdown would be emptied
     from_path = os.fspath(source_path) if source_path is not None else None
     to_path = os.fspath(target_path) if target_path is not None else None
     check_distinct(source, target, from_path, to_path)

@@ -164,11 +164,15 @@ class Backends:
         unset = self.unset_secret(name)
         if unset is not None:  # not "no key": a store would try other credentials
             raise BackendUnavailable(unset.message, backend=name, hint=unset.hint)
+        # A read-only state folder still answers: the backend refuses only writes.
+        state_dir = ensure_dir(
+            self.config.agent_state_path / name, key="state_dir", must_write=False
+        )
         context = BackendContext(
             name=name,
             config=self.config,
             settings=self.settings.get(name),
-            state_dir=ensure_dir(self.config.agent_state_path / name, key="state_dir"),
+            state_dir=state_dir,
             embedder=self.embedder,
         )
         try:

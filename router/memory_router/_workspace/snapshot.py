@@ -46,7 +46,8 @@ class Snapshot:
     provider key, dims, chunking, sources and scope. A backend whose stored fingerprint
     differs must rebuild. ``model`` is the embedding model id, or ``"fts-only"``.
     ``warnings`` maps a file that is not plain UTF-8 to what was done about it (read with
-    a fallback encoding, or left out because it looks binary; see :mod:`._decoding`).
+    a fallback encoding, or left out because it looks binary; see :mod:`._decoding`), and a
+    file left out as a symbolic link or over ``[sync] max_file_bytes`` to why.
     """
 
     config: Config

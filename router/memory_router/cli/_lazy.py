@@ -87,7 +87,7 @@ class LazyGroup(RootGroup):
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             module = importlib.import_module(COMMANDS[cmd_name][0], __package__)
             self.add_command(getattr(module, cmd_name.replace("-", "_")), cmd_name)
-        return self.commands.get(cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]

@@ -184,8 +184,8 @@ def test_an_interrupted_migration_says_how_to_continue_and_doctor_shows_it(
         " written (interrupted); its copy is kept beside the live index"
     )
     assert lines[at + 1] == (
-        f"    fix: memory-router migrate --from sqlite --to-path {backup} --resume"
-        " (without --resume it starts clean)"
+        f"    fix: memory-router --config {config} migrate --from sqlite --to-path {backup}"
+        " --resume (without --resume it starts clean)"
     )
     resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr

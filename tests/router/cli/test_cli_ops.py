@@ -140,7 +140,7 @@ def test_doctor_finds_a_corrupt_index_and_fix_rebuilds_it(config: Path) -> None:
     assert before.exit_code == 1
     assert "✗ backend sqlite: " in before.output
     assert "damaged" in before.output
-    assert "    fix: memory-router doctor --fix" in before.output
+    assert f"    fix: memory-router --config {config} doctor --fix" in before.output
     fixed = run("--config", str(config), "doctor", "--fix")
     assert fixed.exit_code == 0, fixed.output
     assert "Fixed: repaired sqlite: the index was damaged" in fixed.output
@@ -473,7 +473,7 @@ def test_user_fixable_errors_carry_a_hint(
     assert error_lines(missing.stderr)[1].startswith("Hint: check the path")
     unknown = run_process("--config", str(config), "forget", "e-does-not-exist")
     assert error_lines(unknown.stderr)[1] == (
-        "Hint: `memory-router entries` lists the ids of the stored entries"
+        f"Hint: `memory-router --config {config} entries` lists the ids of the stored entries"
     )
     for name in ("OPENAI_API_KEY",):
         monkeypatch.delenv(name, raising=False)
