@@ -54,6 +54,11 @@ PublicApi = tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]
 _PUBLISHERS: list[Callable[[], None]] = []
 
 
+def _publish_all() -> None:
+    for publisher in tuple(_PUBLISHERS):
+        publisher()
+
+
 def public_api(
     package: str, *, extra: Iterable[str] = (), moved_to: Iterable[str] = ()
 ) -> PublicApi:
@@ -96,8 +101,7 @@ def public_api(
         if module is None:
             return _moved(package, name, homes)
         value = getattr(importlib.import_module(module, anchor), name)
-        for publisher in tuple(_PUBLISHERS):
-            publisher()
+        _publish_all()
         return value
 
     def __dir__() -> list[str]:
