@@ -26,11 +26,12 @@ LLAMA_SDIST := .tools/sdist/llama_cpp_python-0.3.36.tar.gz
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: help demo test lint bench clean
+.PHONY: help demo test test-quick lint bench clean
 
 help:
 	@echo "make demo   index examples/workspace and run a few searches (offline)"
 	@echo "make test   install everything the tests need, then run pytest"
+	@echo "make test-quick  the same without the tests marked slow (a few minutes)"
 	@echo "make lint   ruff + mypy"
 	@echo "make bench  run the benchmarks in bench/"
 	@echo "make clean  remove .demo-state/ and caches (keeps .venv/)"
@@ -60,6 +61,11 @@ demo: $(DEMO_STAMP)
 test: $(TEST_STAMP) $(LLAMA_SDIST)
 	bash scripts/install-qmd.sh
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# Every test but those marked `slow` (each over ~2 s; docs/testing.md says when to mark one).
+test-quick: $(TEST_STAMP) $(LLAMA_SDIST)
+	bash scripts/install-qmd.sh
+	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .

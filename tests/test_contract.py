@@ -63,6 +63,7 @@ def test_hash_provider_is_registered_through_the_env_plugin_list() -> None:
     assert "hash" not in provider_specs(get_plugin_manager(environ={}))
 
 
+@pytest.mark.slow
 def test_hashing_embedder_is_deterministic_across_processes() -> None:
     code = (
         "import json; from memory_router.testing import HashingEmbedder;"

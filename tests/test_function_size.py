@@ -16,7 +16,6 @@ CORE = Path(memory_router.__file__).parent
 LIMIT = 50
 
 
-
 def functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.AST]]:
     """``(qualified name, node)`` of every function, methods and nested ones included."""
     for node in ast.iter_child_nodes(tree):

@@ -95,9 +95,14 @@ class SqliteBackend(Backend):
             # runs in this process (then the other core is free; see ._parallel).
             middle = self.store.fts_middle(conn) if alone() else None
             if middle is None:
-                return self._search(conn, request, None)
-            with self.store.reader() as other:
-                return self._search(conn, request, Halves(middle, other))
+                result = self._search(conn, request, None)
+            else:
+                with self.store.reader() as other:
+                    result = self._search(conn, request, Halves(middle, other))
+        if self.store.read_only is None:
+            return result
+        note = f"{self.name}: {self.store.read_only[0]}: answered from the index as it is"
+        return replace(result, notes=(*result.notes, note))
 
     def _scope(self, conn: Any, request: SearchRequest, halves: Halves | None) -> Scope:
         return Scope(
@@ -222,6 +227,8 @@ class SqliteBackend(Backend):
         except MemoryRouterError as error:
             shown = f"{error.message}; {error.hint}" if error.hint else error.message
             return BackendStatus(name=self.name, available=False, error=shown)
+        if self.store.read_only is not None:
+            details["read_only"] = f"{self.store.read_only[0]} ({self.store.read_only[1]})"
         return BackendStatus(
             name=self.name, available=True, files=files, chunks=chunks, details=details
         )

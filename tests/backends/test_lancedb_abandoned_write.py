@@ -27,6 +27,8 @@ from memory_router.testing import HashingEmbedder
 from s3_helpers.counting_proxy import CountingProxy, no_delay
 from s3_helpers.moto_server import BUCKET, S3Server
 
+pytestmark = pytest.mark.slow
+
 FILES = {"MEMORY.md": "# Memory\n\nThe garden gate code is 4417; the shed key hangs inside.\n"}
 NEW = "# Kiln\n\nThe kiln reached 1240 degrees on the third firing.\n"
 TIMEOUTS = {"connect_timeout_s": 1.0, "request_timeout_s": 3.0, "max_retries": 0}

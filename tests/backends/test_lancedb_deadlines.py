@@ -26,6 +26,8 @@ from memory_router.cli import build_cli
 from s3_helpers.faulty_proxy import FaultyProxy
 from s3_helpers.moto_server import BUCKET, S3Server
 
+pytestmark = pytest.mark.slow
+
 FILES = {"MEMORY.md": "# Memory\n\nThe garden gate code is 4417; the shed key hangs inside.\n"}
 # One object-store call may take connect + request timeout; LanceDB alone would retry an
 # unanswered request about eight times over.

@@ -25,6 +25,8 @@ from memory_router.kit import EmbeddingProvider, ProviderContext, ProviderSpec, 
 from s3_helpers.counting_proxy import CountingProxy, no_delay
 from s3_helpers.moto_server import BUCKET, S3Server, free_port
 
+pytestmark = pytest.mark.slow
+
 FILES = {"MEMORY.md": "# Memory\n\nThe garden gate code is 4417; the shed key hangs inside.\n"}
 DEADLINE_S = 20.0
 

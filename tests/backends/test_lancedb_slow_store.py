@@ -26,6 +26,8 @@ from s3_helpers.corpus import lance_router
 from s3_helpers.counting_proxy import CountingProxy
 from s3_helpers.moto_server import BUCKET, S3Server
 
+pytestmark = pytest.mark.slow
+
 # One call's deadline is 1 + 3 = 4 s; each index or data read is held 1 s, and a first
 # load makes more than a dozen of them one after another.
 TIMEOUTS = {"connect_timeout_s": 1.0, "request_timeout_s": 3.0, "max_retries": 0}

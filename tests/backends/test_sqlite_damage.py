@@ -272,6 +272,7 @@ def test_the_hint_for_a_folder_fits_why_it_refuses(code: int, advice: str) -> No
     assert ("chmod" in hint) == (code != errno.EROFS)
 
 
+@pytest.mark.slow
 def test_damaged_copies_are_capped(tmp_path: Path, workspace: Path) -> None:
     db = tmp_path / "state/agents/main/memory.sqlite"
     for _ in range(5):

@@ -218,6 +218,7 @@ def test_chunks_of_another_model_are_never_returned(build: Any) -> None:
         assert not any((h.chunk_id or "").startswith("other-") for h in hits)
 
 
+@pytest.mark.slow
 def test_searches_run_while_a_sync_writes(build: Any) -> None:
     many = {
         f"memory/n-{i:04d}.md": f"# n{i}\n\nnote {i} about staging servers\n" for i in range(800)

@@ -8,7 +8,13 @@ from typing import Any
 import click
 
 from memory_router import BackendError, EmbeddingError, Router
-from memory_router._config.openclaw import convert, read_openclaw, to_toml
+from memory_router._config.openclaw import (
+    convert,
+    openclaw_config_path,
+    openclaw_state_dir,
+    read_openclaw,
+    to_toml,
+)
 from memory_router._migrate.checkpoint import Checkpoint
 from memory_router._migrate.migration import MigrationReport, interrupted
 from memory_router._migrate.migration import migrate as migrate_index
@@ -26,7 +32,8 @@ DEFAULT_QUERIES = 20
     "--from-path",
     "source_path",
     metavar="PATH",
-    help="Source index file instead: ours or OpenClaw's memory/<agent>.sqlite.",
+    help="Source index file instead: ours, OpenClaw 2026.9's"
+    " agents/<id>/agent/openclaw-agent.sqlite or its older memory/<agent>.sqlite.",
 )
 @click.option("--to", "target", metavar="NAME", help="Target backend (default: the chain's first).")
 @click.option(
@@ -227,18 +234,30 @@ def config() -> None:
 
 
 @config.command("from-openclaw")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=click.Path(dir_okay=False), required=False)
 @click.option(
     "--agent-id",
     "agent",
     metavar="ID",
-    help="Merge agents.list[ID].memorySearch over the defaults.",
+    help="The agent whose settings to convert (default: OpenClaw's default agent).",
+)
+@click.option(
+    "--state-dir",
+    metavar="PATH",
+    help="OpenClaw's state folder (default: $OPENCLAW_STATE_DIR, else ~/.openclaw).",
 )
 @click.option("-o", "--output", metavar="FILE", help="Write the TOML here instead of stdout.")
-def from_openclaw(path: str, agent: str | None, output: str | None) -> None:
-    """Turn PATH (an openclaw.json) into this project's TOML, naming what is not carried over."""
-    conversion = convert(read_openclaw(path), agent=agent)
-    text = to_toml(conversion, origin=str(Path(path).name))
+def from_openclaw(
+    path: str | None, agent: str | None, state_dir: str | None, output: str | None
+) -> None:
+    """Turn PATH (an openclaw.json) into this project's TOML, naming what is not carried over.
+
+    Without PATH, the config OpenClaw reads: $OPENCLAW_CONFIG_PATH, else
+    openclaw.json in its state folder. Both the 2026.9 layout and the older one are read.
+    """
+    source = Path(path) if path else openclaw_config_path(openclaw_state_dir(state_dir))
+    conversion = convert(read_openclaw(source), agent=agent, state_dir=state_dir)
+    text = to_toml(conversion, origin=str(source))
     if output is None:
         click.echo(text, nl=False)
     else:
@@ -246,5 +265,7 @@ def from_openclaw(path: str, agent: str | None, output: str | None) -> None:
             raise CommandError(f"{output} exists", hint="choose another file or remove it first")
         Path(output).write_text(text, encoding="utf-8")
         click.echo(f"Wrote {output}.", err=True)
+    for note in conversion.notes:
+        click.echo(f"note: {note}", err=True)
     for key, why in conversion.dropped:
         click.echo(f"not carried over: {key}: {why}", err=True)

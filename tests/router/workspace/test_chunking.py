@@ -179,6 +179,7 @@ def test_chunks_are_ordered_cover_every_line_and_match_the_source(
         assert "".join(c.text.replace("\n", "") for c in chunks) == "".join(lines)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(text=TEXT, sizes=SIZES)
 def test_chunk_size_is_bounded_by_max_chars_plus_the_carried_overlap(
@@ -201,6 +202,7 @@ def test_chunk_size_is_bounded_by_max_chars_plus_the_carried_overlap(
         )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(lines=st.lists(st.text(alphabet="abc xyz", max_size=30), min_size=1, max_size=80))
 def test_short_lines_round_trip_through_line_ranges(lines: list[str]) -> None:

@@ -83,6 +83,7 @@ def test_a_lone_end_line_takes_the_key_material_before_it() -> None:
     assert redact(text) == "rest of it: …redacted… -----END PRIVATE KEY----- ok"
 
 
+@pytest.mark.slow
 def test_redaction_stays_linear_on_many_secret_words() -> None:
     import time
 
