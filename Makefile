@@ -72,12 +72,15 @@ lint: $(TEST_STAMP)
 	$(BIN)/mypy router backends plugins
 
 # A quick pass over the benchmarks (minutes); the full runs and their results are in
-# docs/performance.md, each with its command.
+# docs/performance.md, each with its command. The --check runs compare their headline
+# figures with the baselines recorded there (normalised by a reference operation) and
+# fail on a regression of more than 1.5x.
 bench: $(TEST_STAMP)
 	$(BIN)/python -m pip install -q -e '.[bench]'  # SeaweedFS for the S3 latency figures
 	$(BIN)/python bench/bench_embeddings.py --chunks 24 --rounds 3
 	$(BIN)/python bench/bench_startup.py --runs 5
-	$(BIN)/python bench/bench_sqlite.py --sizes 1000,10000 --queries 100
+	$(BIN)/python bench/bench_sqlite.py --sizes 10000,100000 --modes keyword,auto --queries 100 --check
+	$(BIN)/python bench/bench_serve.py --keyword --quick --check
 	$(BIN)/python bench/bench_lancedb.py --quick
 	$(BIN)/python bench/bench_migrate.py --quick
 	$(BIN)/python bench/bench_chaos.py --quick

@@ -4,9 +4,9 @@ QMD returns whole documents; in keyword mode each keyword is its own ``lex`` sub
 and QMD takes the snippet from the chunk matching its *first* keyword, so the cited lines
 often missed the answer. Here the document is read back from the collection folder and
 cited as up to :data:`RUNS_PER_DOCUMENT` runs of whole lines, each within
-``max_snippet_chars``, holding the most query keywords (:func:`memory_router.best_runs`),
+``max_snippet_chars``, holding the most query keywords (:func:`memory_router.kit.best_runs`),
 each keyword weighted by its rarity in the index. The file is read as the router reads
-every memory file (:func:`memory_router.decode`: a Latin-1 or Windows-1252 note is cited
+every memory file (:func:`memory_router.kit.decode`: a Latin-1 or Windows-1252 note is cited
 in its own letters, not as QMD's U+FFFD). A document that cannot be read any more
 (deleted, unreadable, binary, huge, or named outside the collection's folder) keeps
 QMD's own lines and snippet; so does one in which no keyword occurs now (edited since QMD

@@ -29,12 +29,14 @@ from memory_router.kit import (
     Staging,
     SyncTally,
     fuse_chunks,
+    vectors_footprint,
 )
 
 from . import _search
 from ._damage import remove_index_files
 from ._db import choose_driver, read_meta, table_exists, vec_dims
-from ._search import Row, Scope
+from ._parallel import alone, searching
+from ._search import Halves, Row, Scope
 from ._settings import SqliteSettings
 from ._store import Store, remove_db
 from ._sync import sync_store
@@ -88,24 +90,32 @@ class SqliteBackend(Backend):
     # -- search -------------------------------------------------------------------------
 
     def search(self, request: SearchRequest) -> BackendResult:
-        with self.store.translating("search"), self.store.reader() as conn:
-            result = self._search(conn, request)
+        with self.store.translating("search"), searching(), self.store.reader() as conn:
+            # A large index is ranked in two halves side by side while no other search
+            # runs in this process (then the other core is free; see ._parallel).
+            middle = self.store.fts_middle(conn) if alone() else None
+            if middle is None:
+                result = self._search(conn, request, None)
+            else:
+                with self.store.reader() as other:
+                    result = self._search(conn, request, Halves(middle, other))
         if self.store.read_only is None:
             return result
         note = f"{self.name}: {self.store.read_only[0]}: answered from the index as it is"
         return replace(result, notes=(*result.notes, note))
 
-    def _scope(self, conn: Any, request: SearchRequest) -> Scope:
+    def _scope(self, conn: Any, request: SearchRequest, halves: Halves | None) -> Scope:
         return Scope(
             model=self.model,
             filter_model=self.store.models(conn) != {self.model},
             sources=request.sources,
             limit=request.candidates,
             trigram=self.settings.fts_tokenizer == "trigram",
+            halves=halves,
         )
 
-    def _search(self, conn: Any, request: SearchRequest) -> BackendResult:
-        scope = self._scope(conn, request)
+    def _search(self, conn: Any, request: SearchRequest, halves: Halves | None) -> BackendResult:
+        scope = self._scope(conn, request, halves)
         has_fts = table_exists(conn, "chunks_fts")
         if self.context.embedder is None or request.mode == "keyword":
             if not has_fts:
@@ -123,16 +133,13 @@ class SqliteBackend(Backend):
                 notes=(note,),
             )
         hybrid = self.context.config.query.hybrid
-        vector: dict[str, Row] = {}
-        if query_vector.any():
-            use_vec = self._use_vec(conn, len(query_vector))
-            matrix = None if use_vec else self.store.matrix(conn, self.model)
-            vector = _search.vector_rows(conn, scope, query_vector, use_vec=use_vec, matrix=matrix)
         if not hybrid.enabled or not has_fts or request.mode == "vector":
+            vector = self._vector_leg(conn, scope, query_vector, {})
             only = [self._hit(r, vector_score=r.score) for r in vector.values()]
             return BackendResult(hits=tuple(self._with_entries(conn, only)), mode="vector")
         keyword_side = _search.keyword_or if hybrid.keyword_query == "or" else _search.keyword_and
         keyword = keyword_side(conn, scope, request.query)
+        vector = self._vector_leg(conn, scope, query_vector, keyword)
         hits = fuse_chunks(
             hybrid,
             vector,
@@ -147,6 +154,18 @@ class SqliteBackend(Backend):
             relaxed_min_score=hybrid.text_weight,
         )
 
+    def _vector_leg(
+        self, conn: Any, scope: Scope, query_vector: Any, known: Mapping[str, Row]
+    ) -> dict[str, Row]:
+        """The vector leg (empty for a zero vector); rows in ``known`` are not read again."""
+        if not query_vector.any():
+            return {}
+        use_vec = self._use_vec(conn, len(query_vector))
+        matrix = None if use_vec else self.store.matrix(conn, self.model)
+        return _search.vector_rows(
+            conn, scope, query_vector, use_vec=use_vec, matrix=matrix, known=known
+        )
+
     def _use_vec(self, conn: Any, dims: int) -> bool:
         """Whether to answer the vector side with sqlite-vec KNN (see :class:`SqliteSettings`)."""
         mode = self.settings.vector_search
@@ -154,7 +173,7 @@ class SqliteBackend(Backend):
             return False
         if mode == "sqlite-vec":
             return True
-        needed = self.store.vector_count(conn, self.model) * dims * 4
+        needed = vectors_footprint(self.store.vector_count(conn, self.model), dims)
         return needed > self.settings.memory_budget_mb * 2**20
 
     def _keyword_only(self, conn: Any, scope: Scope, query: str) -> BackendResult:

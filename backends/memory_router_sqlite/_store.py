@@ -47,6 +47,9 @@ _GATE_SLICE_S = 0.1
 # The swap lock is held for a few renames, or while another process opens a connection
 # (its migrations wait up to busy_timeout_ms for SQLite's own write lock).
 _MIN_SWAP_WAIT_S = 10.0
+HALVES_ROWS = 20_000
+"""Chunks from which a ranked full-text query is split in two rowid halves (below, one
+query takes a few milliseconds at most and splitting would only add its overhead)."""
 
 
 class Store:
@@ -81,6 +84,7 @@ class Store:
         self._models: frozenset[str] | None = None
         self._matrix: tuple[str, Matrix] | None = None
         self._counts: tuple[int, str, int] | None = None
+        self._middle: tuple[int, int | None] | None = None  # version, rowid
         self._version = 0
         self.schema_version = 0
         self.swap_wait_s = max(_MIN_SWAP_WAIT_S, 2 * busy_timeout_ms / 1000)
@@ -362,6 +366,27 @@ class Store:
         )
         self._counts = (version, model, count)
         return count
+
+    def fts_middle(self, conn: Connection) -> int | None:
+        """The rowid that halves the full-text index once it holds :data:`HALVES_ROWS`
+        rows or more, so a ranked query can search the halves side by side; ``None``
+        below (cached until the next write; rows written since by another process only
+        make the halves uneven)."""
+        version = self._version
+        cached = self._middle
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        middle = None
+        if table_exists(conn, "chunks_fts"):
+            first = conn.execute("SELECT rowid FROM chunks_fts ORDER BY rowid LIMIT 1").fetchone()
+            last = conn.execute(
+                "SELECT rowid FROM chunks_fts ORDER BY rowid DESC LIMIT 1"
+            ).fetchone()
+            if first and last and last[0] - first[0] + 1 >= HALVES_ROWS:
+                count = int(conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+                middle = (first[0] + last[0]) // 2 if count >= HALVES_ROWS else None
+        self._middle = (version, middle)
+        return middle
 
     def changed(self) -> None:
         """Forget what was cached about the contents (call after every write)."""

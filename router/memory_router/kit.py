@@ -53,6 +53,8 @@ if TYPE_CHECKING:
     from ._search.keywords import build_or_query as build_or_query
     from ._search.keywords import extract_keywords as extract_keywords
     from ._search.keywords import query_keywords as query_keywords
+    from ._search.nearest import NearestVectors as NearestVectors
+    from ._search.nearest import vectors_footprint as vectors_footprint
     from ._search.ranking import entry_weight as entry_weight
     from ._search.snippets import best_lines as best_lines
     from ._search.snippets import best_runs as best_runs

@@ -224,8 +224,11 @@ def test_connection_refused_is_a_clear_error(
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     provider = build(OpenAIProvider, remote_config(provider_config, f"http://127.0.0.1:{port}"))
     try:
-        with pytest.raises(EmbeddingError, match="cannot reach"):
+        with pytest.raises(EmbeddingError, match="cannot reach") as info:
             provider.embed_query("a")
+        assert info.value.hint is not None
+        assert f"http://127.0.0.1:{port} is running" in info.value.hint
+        assert "[embedding.remote] base_url" in info.value.hint
     finally:
         provider.close()
 

@@ -80,6 +80,7 @@ KIT = [
     "EntryRequest",
     "Fused",
     "FusionMethod",
+    "NearestVectors",
     "ProviderContext",
     "ProviderSpec",
     "ScoredChunk",
@@ -118,6 +119,7 @@ KIT = [
     "signal_child",
     "spawn_child",
     "vector_scale",
+    "vectors_footprint",
     "wait_event",
     "wait_future",
     "weighted_fusion",
@@ -202,6 +204,32 @@ print(json.dumps([_types.Hit.__module__, _exceptions.NotFound.__module__]))
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert json.loads(out.stdout) == ["memory_router", "memory_router"]
+
+
+def test_errors_raised_through_kit_alone_name_their_public_module() -> None:
+    """In a fresh interpreter: a plugin that imports only ``memory_router.kit`` and gets a
+    ``ConfigError`` from ``parse_settings`` sees ``memory_router.ConfigError`` in its
+    traceback (a lookup in any public module publishes the loaded names of all)."""
+    code = """
+import dataclasses, sys, traceback
+from memory_router.kit import parse_settings
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    x: int = 1
+
+try:
+    parse_settings(Settings, {"y": 2}, path="c.toml", table="backends.t")
+except Exception:
+    print(traceback.format_exc().splitlines()[-1])
+print(sys.modules["memory_router._exceptions"].ConfigError.__module__)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    last_line, module = out.stdout.splitlines()
+    assert last_line.startswith("memory_router.ConfigError: file c.toml"), last_line
+    assert module == "memory_router"
 
 
 def test_moved_names_still_resolve_with_a_deprecation_warning() -> None:

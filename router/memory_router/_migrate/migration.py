@@ -12,7 +12,7 @@ needs (the router's :meth:`~memory_router.Router.fingerprint`):
 
 Before ``re-embed`` and ``rebuild``, a source whose provider, model and size match ours
 hands its vectors to the embedding cache, so nothing it already had is embedded again.
-Copies stream in batches into a :class:`~memory_router.Staging` beside the live index,
+Copies stream in batches into a :class:`~memory_router.kit.Staging` beside the live index,
 with a :mod:`checkpoint <memory_router._migrate.checkpoint>` after each batch, and go live in one
 step at the end.
 """

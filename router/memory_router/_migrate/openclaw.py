@@ -37,10 +37,11 @@ from .._config.openclaw import (
     read_openclaw,
     to_toml,
 )
-from .._exceptions import InvalidInput, NotFound
+from .._exceptions import InvalidInput, MemoryRouterError, NotFound
 from .._types import Progress, _ToDict, no_progress
 
 if TYPE_CHECKING:
+    from .._router import Router
     from .migration import MigrationReport
 
 AGENT_DB = "agents/{agent}/agent/openclaw-agent.sqlite"
@@ -253,6 +254,22 @@ def workspace_notes(workspace: Path) -> list[tuple[str, str]]:
     ]
 
 
+@contextlib.contextmanager
+def _router_of(output: Path, plugin_manager: Any) -> Iterator[Router]:
+    """The router of the config just written to ``output``. A failure says where that
+    config is and how to run again: the next import refuses an existing file without
+    ``--force``."""
+    from .._router import Router
+
+    try:
+        with Router.from_config(output, plugin_manager=plugin_manager) as router:
+            yield router
+    except MemoryRouterError as error:
+        kept = f"the config is written to {output}: run again with --force to replace it"
+        error.hint = f"{error.hint}; {kept}" if error.hint else kept
+        raise
+
+
 def import_openclaw(
     state_dir: str | Path | None,
     *,
@@ -266,7 +283,6 @@ def import_openclaw(
 ) -> ImportReport:
     """Config, workspace, transcripts and index of one OpenClaw agent, then verify (see the
     module docstring). Writes ``output`` (refused when it exists, unless ``force``)."""
-    from .._router import Router
     from .migration import migrate
 
     install = OpenClawInstall.find(state_dir)
@@ -274,7 +290,7 @@ def import_openclaw(
     index = install.index_file(conversion.agent)
     extra = _extra_settings(install, conversion.agent, our_state_dir)
     write_config(conversion, output, origin=str(install.config_path), extra=extra, force=force)
-    with Router.from_config(output, plugin_manager=plugin_manager) as router:
+    with _router_of(output, plugin_manager) as router:
         transcripts = None
         if index is not None and index.name == "openclaw-agent.sqlite":
             sessions = router.config.expand(router.config.sessions_dir)

@@ -159,9 +159,8 @@ class Backends:
             return self._built[name]
 
     def _build(self, name: str) -> Backend:
-        spec = self.specs.get(name)
-        if spec is None:
-            raise NotFound(f"no backend named {name!r}", key=name)
+        self.check_names((name,))
+        spec = self.specs[name]
         unset = self.unset_secret(name)
         if unset is not None:  # not "no key": a store would try other credentials
             raise BackendUnavailable(unset.message, backend=name, hint=unset.hint)

@@ -8,7 +8,6 @@ vector leg become ranked :class:`Hit` results is the router's contract
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from .._config.config import HybridConfig
 from .._types import Explain, Hit, ScoredChunk
@@ -44,8 +43,11 @@ def fuse_chunks(
     )
     rows = {**vector, **keyword}
     return [
-        replace(
-            rows[f.id].hit(backend, f.score, f.vector, f.text),
+        rows[f.id].hit(
+            backend,
+            f.score,
+            f.vector,
+            f.text,
             explain=Explain(
                 relevance=f.score,
                 score=f.score,

@@ -48,6 +48,16 @@ def lazy_exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]
 
 PublicApi = tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]
 
+# Every public module's publisher: a lookup in any of them publishes the loaded names of
+# all, so `from memory_router.kit import parse_settings` alone makes a ConfigError it
+# raises show as `memory_router.ConfigError`, not `memory_router._exceptions.ConfigError`.
+_PUBLISHERS: list[Callable[[], None]] = []
+
+
+def _publish_all() -> None:
+    for publisher in tuple(_PUBLISHERS):
+        publisher()
+
 
 def public_api(
     package: str, *, extra: Iterable[str] = (), moved_to: Iterable[str] = ()
@@ -64,7 +74,7 @@ def public_api(
     sorted as ruff's RUF022 sorts. A name is imported on first access and kept in the
     namespace. Every exported class or function defined in a private module gets the
     public module as ``__module__`` (tracebacks, reprs and pickles name the public home)
-    once its module is loaded and a name of this public module has been looked up; see
+    once its module is loaded and a name of any public module has been looked up; see
     :func:`publish`. A name found in the ``__all__`` of a module of ``moved_to`` still
     resolves here, with a :class:`DeprecationWarning` naming its new home.
     """
@@ -91,12 +101,13 @@ def public_api(
         if module is None:
             return _moved(package, name, homes)
         value = getattr(importlib.import_module(module, anchor), name)
-        publish_loaded()
+        _publish_all()
         return value
 
     def __dir__() -> list[str]:
         return sorted(set(namespace) | set(names))
 
+    _PUBLISHERS.append(publish_loaded)
     return names, __getattr__, __dir__
 
 

@@ -49,7 +49,7 @@ COMMANDS: Mapping[str, tuple[str, str]] = {
     "get": ("._memory", "Print lines of a memory file (workspace-relative PATH, Markdown only)."),
     "import-openclaw": (
         "._openclaw",
-        "Bring an OpenClaw install's agent over: config, workspace, transcripts, index; verify.",
+        "Bring an OpenClaw agent over: config, workspace, transcripts and index, then verify.",
     ),
     "index": ("._memory", "Bring the index in line with the workspace's Markdown files."),
     "migrate": ("._migrate", "Copy the index of one backend (or an index file) into another."),

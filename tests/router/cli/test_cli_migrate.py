@@ -72,6 +72,17 @@ def test_qmd_as_a_source_is_refused_with_the_way_forward(setup: tuple[Path, Path
     assert "Hint: migrate from the Markdown instead" in result.output
 
 
+def test_an_unknown_target_is_refused_with_the_installed_backends(
+    setup: tuple[Path, Path],
+) -> None:
+    config, _ = setup
+    result = run(["--config", str(config), "migrate", "--from", "sqlite", "--to", "nope"])
+    assert result.exit_code == 1
+    assert "Error: no backend named 'nope'" in result.output
+    assert "Hint: use one of: " in result.output
+    assert "sqlite" in result.output.split("Hint:")[1]
+
+
 def test_migrate_needs_exactly_one_source(setup: tuple[Path, Path]) -> None:
     config, old = setup
     result = run(["--config", str(config), "migrate"])

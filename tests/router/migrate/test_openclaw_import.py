@@ -217,6 +217,24 @@ def test_import_openclaw_moves_everything_and_embeds_nothing_when_the_model_matc
     assert "--force" in again.output
 
 
+def test_a_failed_import_says_the_config_is_written_and_how_to_run_again(
+    home: Path, server: EmbeddingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    point_at(home, server)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the import cannot embed
+    config = tmp_path / "memory-router.toml"
+    args = ["import-openclaw", "-o", str(config), "--state-dir", str(tmp_path / "ours")]
+    failed = run(args)
+    assert failed.exit_code == 1
+    assert "Error: no API key found for provider openai" in failed.output
+    assert "Hint: export OPENAI_API_KEY" in failed.output
+    assert f"the config is written to {config}: run again with --force" in failed.output
+    assert config.is_file()
+    monkeypatch.setenv("OPENAI_API_KEY", "fixture-key")
+    again = run([*args, "--force"])
+    assert again.exit_code == 0, again.output
+
+
 def test_an_agent_database_of_another_model_is_re_embedded_through_the_cache(
     home: Path, tmp_path: Path
 ) -> None:

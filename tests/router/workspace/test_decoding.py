@@ -1,4 +1,4 @@
-"""How memory files' bytes become text (``_decoding``): the rules every reader shares."""
+"""How memory files' bytes become text (``_workspace.decoding``): the rules every reader shares."""
 
 from __future__ import annotations
 
