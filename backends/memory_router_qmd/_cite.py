@@ -12,8 +12,8 @@ in its own letters, not as QMD's U+FFFD). A document that cannot be read any mor
 QMD's own lines and snippet; so does one in which no keyword occurs now (edited since QMD
 indexed it). Every mode is re-cited: without a reranker QMD picks a document's chunk by
 its first keyword in ``vsearch`` and ``query`` too, whatever the vectors matched (on
-LoCoMo, ``vsearch`` turn R@10 went from 0.520 on QMD's snippets to the value in
-docs/performance.md); the document's rank stays the vectors'.
+LoCoMo conv-26, ``vsearch`` turn R@10 went from 0.520 on QMD's snippets to 0.647); the
+document's rank stays the vectors'.
 
 ``coverage`` is the weighted share of the query's keywords inside the cited lines (0–1),
 what the ``search`` mode's score is built from (see :mod:`._results`).

@@ -17,9 +17,10 @@ measured against a rank share of 0.1 on LoCoMo (equal) and pydocs (better)), the
 — about a third of the query's weight in the lines shown. A hit holding only a stray word
 of a nonsense query falls under it, a hit holding the rare words is kept; when nothing
 reaches ``min_score``, hits at a raw 0.3 or more (about one keyword in three) are kept
-anyway (:data:`RELAXED_COVERAGE`). ``vsearch`` (no keywords to count) keeps the rank
-factor alone; in ``query`` mode QMD's reranker blend is already in 0–1 and is kept
-(clipped). Hits are returned best first.
+anyway (:data:`RELAXED_COVERAGE`). Unreranked ``query`` is scored the same way (QMD's
+fused rank then mixes keywords and the vector). ``vsearch`` (no keywords to count) keeps
+the rank factor alone or the cosine; a reranked ``query``'s blend is already in 0–1 and
+is kept (clipped). Hits are returned best first.
 """
 
 from __future__ import annotations
