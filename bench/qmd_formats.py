@@ -8,7 +8,7 @@ QMD formats what it embeds by the embed model's file name (``src/llm.ts``):
   the given query\\nQuery: {q}`` and ``{title}\\n{chunk}``;
 - ``plain``: the text alone, as MiniLM was trained (QMD cannot be told to do this).
 
-Pairs: each LoCoMo question of the first ``--conversations`` conversations against its
+Pairs: each LoCoMo question of the first ``--conversations`` conversations (default 1) against its
 evidence turns (``[D1:3] Speaker: text``), ranked among every turn of its conversation
 (turn level), and among the conversation's ~2,000-character runs of turns (chunk level,
 close to what QMD embeds). Prints R@1, R@10 and MRR per formatting. The model is the GGUF
