@@ -271,7 +271,6 @@ class Router:
             raise InvalidInput("query must be a string", key="query")
         count = positive_int(limit, "limit") if limit is not None else DEFAULT_RECALL_LIMIT
         chosen = valid_category(category)
-        check_workspace(self.config)
         return self._book.recall(scrub(query), category=chosen, limit=count)
 
     def forget_entry(

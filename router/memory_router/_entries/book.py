@@ -226,6 +226,7 @@ class EntryBook:
         self, query: str, *, category: Category | None, limit: int = DEFAULT_RECALL_LIMIT
     ) -> RecallResult:
         """The ``native`` recall when it answers, else :meth:`journal_recall`."""
+        check_workspace(self.config)
         found = self._native(query, category, limit) if self._native is not None else None
         if found is not None:
             return found
