@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import queue
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -19,7 +20,7 @@ from .._progress_types import Progress
 
 if TYPE_CHECKING:
     from .._backend import BackendSpec
-from .._util.waits import join_thread
+from .._util.waits import wait_event
 
 T = TypeVar("T")
 
@@ -57,23 +58,63 @@ def contained(name: str, doing: str) -> Iterator[None]:
         ) from error
 
 
-def call_with_deadline(name: str, call: Callable[[], T], timeout: float) -> T:
-    """Run ``call`` on a thread of its own and wait at most ``timeout`` seconds.
+class _Worker:
+    """A daemon thread that runs the calls handed to it, one at a time, and goes back to
+    the idle list after each; idle for :data:`IDLE_S` it ends."""
 
-    A thread per call, not a shared pool: a hung backend keeps only its own abandoned
-    threads busy, so the next backend of the chain still gets its full budget.
+    def __init__(self) -> None:
+        self.inbox: queue.SimpleQueue[tuple[Callable[[], None], threading.Event]] = (
+            queue.SimpleQueue()
+        )
+        threading.Thread(target=self._serve, daemon=True, name="memory-router-call").start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                job, done = self.inbox.get(timeout=IDLE_S)
+            except queue.Empty:
+                with _idle_lock:
+                    if self in _idle:  # no call is on its way: end
+                        _idle.remove(self)
+                        return
+                continue  # taken just now: its call is on its way
+            job()
+            with _idle_lock:
+                idle = len(_idle) < MAX_IDLE
+                if idle:
+                    _idle.append(self)
+            done.set()  # after it is idle again: the caller's next call finds it
+            if not idle:
+                return
+
+
+IDLE_S = 60.0
+MAX_IDLE = 8
+_idle: list[_Worker] = []
+_idle_lock = threading.Lock()
+
+
+def call_with_deadline(name: str, call: Callable[[], T], timeout: float) -> T:
+    """Run ``call`` on a worker thread and wait at most ``timeout`` seconds.
+
+    Workers are reused (starting a thread per call was a tenth of a warm search), but
+    only once their call has ended: one whose call overran is abandoned to it, so a hung
+    backend keeps only its own threads busy and the next backend of the chain still gets
+    its full budget on another.
     """
     box: dict[str, Any] = {}
+    done = threading.Event()
 
-    def target() -> None:
+    def job() -> None:
         try:
             box["result"] = call()
         except BaseException as error:  # handed to the caller's thread below
             box["error"] = error
 
-    thread = threading.Thread(target=target, daemon=True, name=f"memory-router-{name}")
-    thread.start()
-    if not join_thread(thread, timeout):
+    with _idle_lock:
+        worker = _idle.pop() if _idle else None
+    (worker or _Worker()).inbox.put((job, done))
+    if not wait_event(done, timeout):
         raise BackendTimeout(f"no answer within {timeout:g} s", backend=name)
     if "error" in box:
         raise box["error"]
