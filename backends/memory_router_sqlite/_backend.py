@@ -35,6 +35,7 @@ from memory_router.kit import (
 from . import _search
 from ._damage import remove_index_files
 from ._db import choose_driver, read_meta, table_exists, vec_dims
+from ._impact import Postings
 from ._parallel import alone, searching
 from ._search import Halves, Row, Scope
 from ._settings import SqliteSettings
@@ -62,6 +63,7 @@ class SqliteBackend(Backend):
             busy_timeout_ms=self.settings.busy_timeout_ms,
             name=self.name,
         )
+        self._warm = False  # whether a search ran: the next one may use the postings
 
     @property
     def model(self) -> str:
@@ -91,20 +93,26 @@ class SqliteBackend(Backend):
 
     def search(self, request: SearchRequest) -> BackendResult:
         with self.store.translating("search"), searching(), self.store.reader() as conn:
-            # A large index is ranked in two halves side by side while no other search
-            # runs in this process (then the other core is free; see ._parallel).
-            middle = self.store.fts_middle(conn) if alone() else None
-            if middle is None:
-                result = self._search(conn, request, None)
+            # A large index ranks an OR of keywords from postings in memory from its
+            # second search on (a process that searches once, as the CLI does, never
+            # fetches them); other queries in two halves side by side while no other
+            # search runs in this process (then the other core is free; see ._parallel).
+            middle = self.store.fts_middle(conn)
+            postings = self.store.postings if middle is not None and self._warm else None
+            self._warm = True
+            if middle is None or not alone():
+                result = self._search(conn, request, None, postings)
             else:
                 with self.store.reader() as other:
-                    result = self._search(conn, request, Halves(middle, other))
+                    result = self._search(conn, request, Halves(middle, other), postings)
         if self.store.read_only is None:
             return result
         note = f"{self.name}: {self.store.read_only[0]}: answered from the index as it is"
         return replace(result, notes=(*result.notes, note))
 
-    def _scope(self, conn: Any, request: SearchRequest, halves: Halves | None) -> Scope:
+    def _scope(
+        self, conn: Any, request: SearchRequest, halves: Halves | None, postings: Postings | None
+    ) -> Scope:
         return Scope(
             model=self.model,
             filter_model=self.store.models(conn) != {self.model},
@@ -112,10 +120,17 @@ class SqliteBackend(Backend):
             limit=request.candidates,
             trigram=self.settings.fts_tokenizer == "trigram",
             halves=halves,
+            postings=postings,
         )
 
-    def _search(self, conn: Any, request: SearchRequest, halves: Halves | None) -> BackendResult:
-        scope = self._scope(conn, request, halves)
+    def _search(
+        self,
+        conn: Any,
+        request: SearchRequest,
+        halves: Halves | None,
+        postings: Postings | None = None,
+    ) -> BackendResult:
+        scope = self._scope(conn, request, halves, postings)
         has_fts = table_exists(conn, "chunks_fts")
         if self.context.embedder is None or request.mode == "keyword":
             if not has_fts:

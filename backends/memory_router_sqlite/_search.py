@@ -21,6 +21,7 @@ from memory_router.kit import (
 )
 
 from ._db import Connection
+from ._impact import Postings
 from ._parallel import share
 from ._vectors import Matrix, encode
 
@@ -56,7 +57,9 @@ class Scope:
 
     ``filter_model = False`` when every stored chunk has the current model: the filter
     then only costs time (a column lookup per FTS match). ``halves``: how a ranked
-    full-text query may be split over two cores (``None``: it is not).
+    full-text query may be split over two cores (``None``: it is not); ``postings``: the
+    index's in-memory BM25 postings, which rank an OR of keywords when set (see
+    :mod:`._impact`).
     """
 
     model: str
@@ -65,6 +68,7 @@ class Scope:
     trigram: bool = False
     filter_model: bool = True
     halves: Halves | None = None
+    postings: Postings | None = None
 
     def where(self, prefix: str = "") -> tuple[str, list[object]]:
         sql = f"{prefix}model = ?" if self.filter_model else "1"
@@ -89,8 +93,15 @@ def _split_trigram(terms: Sequence[str], trigram: bool) -> tuple[list[str], list
 
 
 def _run(
-    conn: Connection, scope: Scope, match: str | None, likes: list[str], any_like: bool
+    conn: Connection,
+    scope: Scope,
+    match: str | None,
+    likes: list[str],
+    any_like: bool,
+    phrases: Sequence[str] = (),
 ) -> dict[str, Row]:
+    """The best ``scope.limit`` rows for ``match`` and ``likes``; ``phrases``, when given,
+    are the quoted phrases ``match`` is the OR of (then the postings may rank them)."""
     conditions: list[str] = []
     params: list[object] = []
     if match:
@@ -103,7 +114,11 @@ def _run(
     if not conditions:
         return {}
     where, extra = scope.where()
-    ranked = _ranked(conn, scope, " AND ".join([*conditions, where]), [*params, *extra], match)
+    if phrases and not likes and scope.postings is not None:
+        ranked = scope.postings.ranked(conn, phrases, where, extra, scope.limit)
+    else:
+        conditions.append(where)
+        ranked = _ranked(conn, scope, " AND ".join(conditions), [*params, *extra], match)
     return _by_rowid(conn, ranked)
 
 
@@ -168,7 +183,8 @@ def keyword_or(conn: Connection, scope: Scope, query: str) -> dict[str, Row]:
     """One BM25 query over the OR of the extracted keywords (raw tokens when none)."""
     keywords = query_keywords(query, trigram=scope.trigram) or query_tokens(query)
     match_terms, likes = _split_trigram(keywords[:MAX_TERMS], scope.trigram)
-    found = _run(conn, scope, build_or_query(match_terms), [], any_like=True)
+    phrases = [p for term in match_terms if (p := build_or_query([term]))]
+    found = _run(conn, scope, " OR ".join(phrases) or None, [], any_like=True, phrases=phrases)
     if likes:
         # Matched only by short CJK terms: no BM25 rank exists, so they rank below matches.
         for row in _run(conn, scope, None, likes, any_like=True).values():

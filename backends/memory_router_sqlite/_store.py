@@ -39,6 +39,7 @@ from ._db import (
 )
 from ._files import SUFFIXES, index_lock, recover, swap_lock, swap_lock_path, swap_next_path
 from ._files import remove_db as remove_db  # where the backend's modules import it from
+from ._impact import Postings
 from ._vectors import Matrix
 
 # Gate waits re-check in slices, so a main thread waiting here still sees Ctrl-C (as
@@ -85,6 +86,7 @@ class Store:
         self._matrix: tuple[str, Matrix] | None = None
         self._counts: tuple[int, str, int] | None = None
         self._middle: tuple[int, int | None] | None = None  # version, rowid
+        self.postings = Postings()  # follows the index's state itself (see ._impact)
         self._version = 0
         self.schema_version = 0
         self.swap_wait_s = max(_MIN_SWAP_WAIT_S, 2 * busy_timeout_ms / 1000)
@@ -394,6 +396,7 @@ class Store:
             self._version += 1
             self._models = None
             self._matrix = None
+        self.postings.clear()  # stale now: free them
 
     def vec_ready(self, conn: Connection, dims: int) -> bool:
         """Whether KNN through sqlite-vec can serve vectors of size ``dims``."""
