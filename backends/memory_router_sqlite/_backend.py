@@ -162,9 +162,10 @@ class SqliteBackend(Backend):
             query=request.query,
             model=self.context.embedder.model,
             backend=self.name,
+            limit=request.candidates,
         )
         return BackendResult(
-            hits=tuple(self._with_entries(conn, hits[: request.candidates])),
+            hits=tuple(self._with_entries(conn, hits)),
             mode="hybrid",
             relaxed_min_score=hybrid.text_weight,
         )

@@ -19,9 +19,11 @@ bounded by :data:`MAX_POSTINGS` (least recently used dropped first).
 from __future__ import annotations
 
 import contextlib
+import functools
+import queue
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -39,8 +41,15 @@ _STATE = "SELECT block FROM chunks_fts_data WHERE id = 10"  # FTS5's structure r
 class Postings:
     """Per-phrase BM25 postings of one full-text index (thread-safe; see the module)."""
 
-    def __init__(self, max_postings: int = MAX_POSTINGS) -> None:
+    def __init__(
+        self,
+        reader: Callable[[], contextlib.AbstractContextManager[Connection]] | None = None,
+        max_postings: int = MAX_POSTINGS,
+    ) -> None:
+        """``reader`` opens a connection for fetches in the background (``None``: none)."""
+        self._reader = reader
         self.max_postings = max_postings
+        self._pending: set[tuple[str, str, tuple[object, ...]]] = set()
         self._lock = threading.Lock()
         self._state: bytes | None = None
         self._kept: OrderedDict[tuple[str, str, tuple[object, ...]], Any] = OrderedDict()
@@ -49,6 +58,11 @@ class Postings:
     def __len__(self) -> int:
         """How many phrases' postings are kept."""
         return len(self._kept)
+
+    @property
+    def fetching(self) -> int:
+        """How many phrases' postings are being fetched in the background."""
+        return len(self._pending)
 
     def clear(self) -> None:
         with self._lock:
@@ -63,17 +77,29 @@ class Postings:
         where: str,
         params: Sequence[object],
         limit: int,
-    ) -> list[tuple[int, float]]:
+        *,
+        wait: bool = True,
+    ) -> list[tuple[int, float]] | None:
         """``(rowid, bm25)`` of the best ``limit`` rows matching any of ``phrases`` (FTS5
         quoted strings) and ``where`` (a filter on ``chunks_fts``'s columns), best first:
         what ``… MATCH 'p1 OR p2 …' AND where ORDER BY bm25(chunks_fts), rowid LIMIT
-        limit`` returns."""
+        limit`` returns.
+
+        Without ``wait`` only postings kept already answer: ``None`` when a phrase has
+        none kept, and its postings are then fetched in the background (a fetch costs
+        more than FTS5's own ranking of the query, which the caller does meanwhile).
+        """
         import numpy as np
 
+        key = (where, tuple(params))
         with _snapshot(conn):  # the state read and every posting fetched: one snapshot
             state = self._follow(conn)
-            args = (where, tuple(params), state)
-            parts = [self._postings(conn, phrase, *args) for phrase in phrases]
+            if wait:
+                parts = [self._postings(conn, phrase, *key, state) for phrase in phrases]
+            elif (kept := self._all_kept(phrases, *key, state)) is None:
+                return None
+            else:
+                parts = kept
         parts = [p for p in parts if len(p[0])]
         if not parts or limit <= 0:
             return []
@@ -84,6 +110,40 @@ class Postings:
             total[inverse[start : start + len(ids)]] += weights
             start += len(ids)
         return _best(rowids, -total, limit)
+
+    def _all_kept(
+        self, phrases: Sequence[str], where: str, params: tuple[object, ...], state: bytes
+    ) -> list[Any] | None:
+        """Every phrase's kept postings, or ``None`` after asking for the missing ones."""
+        with self._lock:
+            if state != self._state:
+                return None
+            found = [self._kept.get((phrase, where, params)) for phrase in phrases]
+            missing = [
+                key
+                for phrase, part in zip(phrases, found, strict=True)
+                if part is None and (key := (phrase, where, params)) not in self._pending
+            ]
+            self._pending.update(missing)
+        if any(part is None for part in found):
+            if missing:
+                _background().put(lambda: self._fill(missing))
+            return None
+        return found
+
+    def _fill(self, keys: list[tuple[str, str, tuple[object, ...]]]) -> None:
+        """Fetch and keep the postings of ``keys`` (on the background thread)."""
+        try:
+            if self._reader is not None:
+                with self._reader() as conn, _snapshot(conn):
+                    state = self._follow(conn)
+                    for phrase, where, params in keys:
+                        self._postings(conn, phrase, where, params, state)
+        except Exception:  # a closed or damaged index: a later search asks again
+            pass
+        finally:
+            with self._lock:
+                self._pending.difference_update(keys)
 
     def _follow(self, conn: Connection) -> bytes:
         """The index's state now; every posting is dropped if it changed since they were
@@ -124,6 +184,19 @@ class Postings:
                     _, (old, _) = self._kept.popitem(last=False)
                     self._size -= len(old)
         return ids, weights
+
+
+@functools.cache
+def _background() -> queue.SimpleQueue[Callable[[], None]]:
+    """The inbox of the thread that fetches postings (started on first use)."""
+    inbox: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+
+    def serve() -> None:
+        while True:
+            inbox.get()()
+
+    threading.Thread(target=serve, daemon=True, name="sqlite-postings").start()
+    return inbox
 
 
 @contextlib.contextmanager

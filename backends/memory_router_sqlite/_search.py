@@ -114,9 +114,10 @@ def _run(
     if not conditions:
         return {}
     where, extra = scope.where()
+    ranked = None
     if phrases and not likes and scope.postings is not None:
-        ranked = scope.postings.ranked(conn, phrases, where, extra, scope.limit)
-    else:
+        ranked = scope.postings.ranked(conn, phrases, where, extra, scope.limit, wait=False)
+    if ranked is None:  # FTS5 ranks it (a phrase's postings are not kept yet)
         conditions.append(where)
         ranked = _ranked(conn, scope, " AND ".join(conditions), [*params, *extra], match)
     return _by_rowid(conn, ranked)

@@ -86,7 +86,7 @@ class Store:
         self._matrix: tuple[str, Matrix] | None = None
         self._counts: tuple[int, str, int] | None = None
         self._middle: tuple[int, int | None] | None = None  # version, rowid
-        self.postings = Postings()  # follows the index's state itself (see ._impact)
+        self.postings = Postings(self.reader)  # follows the index's state (see ._impact)
         self._version = 0
         self.schema_version = 0
         self.swap_wait_s = max(_MIN_SWAP_WAIT_S, 2 * busy_timeout_ms / 1000)

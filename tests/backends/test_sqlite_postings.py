@@ -9,6 +9,7 @@ same connection: FTS5's ``ORDER BY bm25(chunks_fts), rowid LIMIT k`` and
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -143,3 +144,17 @@ def test_the_backend_ranks_from_postings_from_its_second_search(tmp_path: Path) 
         second = backend.search(request)
         assert [h.chunk_id for h in first.hits] == [h.chunk_id for h in second.hits]
         assert len(backend.store.postings) == 0  # type: ignore[attr-defined]
+
+
+def test_without_wait_kept_postings_answer_and_missing_ones_are_fetched(router: Router) -> None:
+    store = router.backend("sqlite").store  # type: ignore[attr-defined]
+    postings = Postings(store.reader)
+    phrases = phrases_of(["w2", "w9", "w150"])
+    with store.reader() as conn:
+        assert postings.ranked(conn, phrases, "1", [], 25, wait=False) is None
+        deadline = time.monotonic() + 30
+        while len(postings) < len(phrases) and time.monotonic() < deadline:
+            time.sleep(0.01)  # fetched on the background thread
+        assert len(postings) == len(phrases)
+        want = by_fts5(conn, phrases, "1", [], 25)
+        assert postings.ranked(conn, phrases, "1", [], 25, wait=False) == want

@@ -24,13 +24,15 @@ def fuse_chunks(
     query: str,
     model: str | None,
     backend: str,
+    limit: int | None = None,
 ) -> list[Hit]:
     """Fuse a vector leg and a keyword leg (chunk id → candidate) into hits, best first.
 
     ``model`` names the embedding model whose cosine scale calibrates the vector leg
     (``None`` when there is no embedder). Where both legs hold a chunk, the keyword leg's
     text is kept, as OpenClaw does (reference §1.7). Each hit carries an
-    :class:`Explain` with the fused score and each leg's part of it.
+    :class:`Explain` with the fused score and each leg's part of it. ``limit``: only the
+    best ``limit`` hits are made (``None``: all).
     """
     fused = fuse(
         hybrid.fusion,
@@ -57,5 +59,5 @@ def fuse_chunks(
                 support=f.support,
             ),
         )
-        for f in fused
+        for f in fused[:limit]
     ]
