@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ._db import Connection
 
 MAX_POSTINGS = 2_000_000
-"""Postings kept at most (12 bytes each: a rowid and a float64 weight, ~24 MB)."""
+"""Postings kept at most (16 bytes each: an int64 rowid and a float64 weight, ~32 MB)."""
 
 _STATE = "SELECT block FROM chunks_fts_data WHERE id = 10"  # FTS5's structure record
 
