@@ -71,7 +71,7 @@ if TYPE_CHECKING:
         weighted_fusion,
         zscore_fusion,
     )
-    from ._search.hybrid import fuse_chunks
+    from ._search.hybrid import fuse_chunks, keyword_chunks
     from ._search.keywords import (
         bm25_to_score,
         build_match_query,
@@ -165,7 +165,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "weighted_fusion",
         "zscore_fusion",
     ),
-    "._search.hybrid": ("fuse_chunks",),
+    "._search.hybrid": ("fuse_chunks", "keyword_chunks"),
     "._search.keywords": (
         "bm25_to_score",
         "build_match_query",
@@ -296,6 +296,7 @@ __all__ = [
     "hookimpl",
     "is_silent_reply",
     "join_thread",
+    "keyword_chunks",
     "keyword_coverage",
     "lazy_exports",
     "load_config",

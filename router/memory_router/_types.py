@@ -255,13 +255,27 @@ class Fallback(_ToDict):
 class BelowMinScore(_ToDict):
     """Why an answer is empty: ``count`` hits were found, none reached ``min_score``.
 
-    ``best_score`` is the highest of them; searching with ``--min-score`` at or below it
-    (``min_score=`` in Python) shows them.
+    ``best_score`` is the highest of them; ``show_with`` is a ``min_score`` that shows
+    them (``best_score`` rounded down to two decimals): searching again with it
+    (``--min-score``, ``minScore``, ``min_score=``) returns them, weak as they are.
     """
 
     count: int
     best_score: float
     min_score: float
+    show_with: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Degraded(_ToDict):
+    """Why an answer may be less complete than usual, and what a caller can do about it.
+
+    ``reason`` names what was missing (a backend that failed, embeddings that could not
+    be used, an index still being built); ``action`` is one sentence of advice.
+    """
+
+    reason: str
+    action: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -272,6 +286,8 @@ class SearchResponse(_ToDict):
     when the first choice answered) and ``attempts`` every failure on the way.
     ``timings`` are milliseconds per stage. ``dropped`` holds the candidates left out,
     each with ``explain.dropped`` saying why — only when the search asked to explain.
+    ``below_min_score`` says why an empty answer is empty, when candidates were found;
+    ``degraded`` why an answer may be less complete than usual.
     """
 
     query: str
@@ -288,6 +304,7 @@ class SearchResponse(_ToDict):
     notes: tuple[str, ...] = ()
     dropped: tuple[Hit, ...] = ()
     below_min_score: BelowMinScore | None = None
+    degraded: Degraded | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

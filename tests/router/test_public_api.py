@@ -89,6 +89,7 @@ EXPECTED = [
     "hookimpl",
     "is_silent_reply",
     "join_thread",
+    "keyword_chunks",
     "keyword_coverage",
     "lazy_exports",
     "load_config",
