@@ -142,7 +142,10 @@ class Explain(_ToDict):
     MMR charged when it picked the hit (it reorders, it does not rescale); ``dropped``
     says why a candidate is not in the answer; ``merged`` lists the line ranges
     (``start-end``) of lower hits of the same file whose lines touch this one's and that
-    were shown as part of it.
+    were shown as part of it. ``vector_norm`` is the cosine (``vector_score``) as the
+    model's calibration maps it (noise 0, a near-duplicate 1); ``keywords`` the query
+    keywords the hit's text holds; ``relaxed`` says why a hit under ``min_score`` was kept
+    (the backend's relaxation, when nothing reached it).
     """
 
     relevance: float
@@ -158,6 +161,9 @@ class Explain(_ToDict):
     mmr_penalty: float = 0.0
     dropped: str | None = None
     merged: tuple[str, ...] = ()
+    vector_norm: float | None = None
+    keywords: tuple[str, ...] = ()
+    relaxed: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -49,7 +49,7 @@ class Fused:
     ``vector`` / ``text`` are the scores the sides gave (``None``: that side did not find
     it); ``vector_part`` / ``text_part`` are the weighted contributions, which add up to
     ``score``; ``support`` is the factor both were scaled by (:func:`query_support`; 1
-    for the other methods).
+    for the other methods); ``vector_norm`` the vector score as the method normalised it.
     """
 
     id: str
@@ -59,6 +59,7 @@ class Fused:
     vector_part: float = 0.0
     text_part: float = 0.0
     support: float = 1.0
+    vector_norm: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,6 +101,7 @@ def _combine(
                 vector_part=v_part,
                 text_part=t_part,
                 support=support,
+                vector_norm=v_norm.get(key) if key in vector else None,
             )
         )
     fused.sort(key=lambda f: (-f.score, f.id))

@@ -55,6 +55,7 @@ def fuse_chunks(
                 text_part=f.text_part,
                 fusion=hybrid.fusion,
                 support=f.support,
+                vector_norm=f.vector_norm,
             ),
         )
         for f in fused
