@@ -179,7 +179,7 @@ def test_curated_set_is_located_by_line_and_checked(tmp_path: Path) -> None:
     assert [(f.path, f.line) for f in group.facts] == [("MEMORY.md", 5), ("MEMORY.md", 6)]
     assert (data.fact_questions, data.off_topic) == (3, 2)
     (tmp_path / "set" / "home.toml").write_text(JUDGED.replace("Tea: jasmine", "nowhere"))
-    with pytest.raises(InvalidInput, match="on 0 lines of MEMORY.md"):
+    with pytest.raises(InvalidInput, match=r"on 0 lines of MEMORY\.md"):
         load_curated(tmp_path / "set")
 
 
