@@ -264,12 +264,16 @@ class BelowMinScore(_ToDict):
     ``best_score`` is the highest of them; ``show_with`` is a ``min_score`` that shows
     them (``best_score`` rounded down to two decimals): searching again with it
     (``--min-score``, ``minScore``, ``min_score=``) returns them, weak as they are.
+    ``kept`` is true when the answer is not empty after all: nothing reached
+    ``min_score`` and the backend's relaxation kept its keyword hits (the ``count``
+    results), which are as weak as the score says.
     """
 
     count: int
     best_score: float
     min_score: float
     show_with: float = 0.0
+    kept: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -29,9 +29,11 @@ def with_below_min_score(
     response: SearchResponse, result: BackendResult, request: SearchRequest, config: Config
 ) -> SearchResponse:
     """``response``, saying how many hits (score > 0) were found under ``min_score`` when
-    it is empty."""
-    if response.results or not result.hits or request.min_score <= 0:
+    it is empty, or that its hits are all under it (kept by the backend's relaxation)."""
+    if not result.hits or request.min_score <= 0:
         return response
+    if response.results:
+        return _kept(response, result, request)
     # A hit that scored 0 matched nothing (a vector candidate under the calibrated
     # floor): it is not "found under the threshold", and would only make noise look close.
     hits = [h for h in result.hits if h.score > 0]
@@ -44,6 +46,26 @@ def with_below_min_score(
         return response
     below = BelowMinScore(
         count=len(hits), best_score=best, min_score=request.min_score, show_with=show_with(best)
+    )
+    return dataclasses.replace(response, below_min_score=below)
+
+
+def _kept(
+    response: SearchResponse, result: BackendResult, request: SearchRequest
+) -> SearchResponse:
+    """``response`` marked as relaxed when no candidate's relevance reached ``min_score``
+    (:func:`~memory_router._search.ranking.select` then keeps the keyword hits)."""
+    if result.relaxed_min_score is None:
+        return response
+    best = max(h.score for h in result.hits)
+    if reaches(best, request.min_score):
+        return response
+    below = BelowMinScore(
+        count=len(response.results),
+        best_score=best,
+        min_score=request.min_score,
+        show_with=show_with(best),
+        kept=True,
     )
     return dataclasses.replace(response, below_min_score=below)
 
@@ -92,6 +114,11 @@ def below_min_score_line(below: Mapping[str, Any]) -> str:
     """
     best = float(below["best_score"])
     floor = below.get("show_with", show_with(best))
+    if below.get("kept"):
+        return (
+            f"All {below['count']} hit(s) scored below min_score {float(below['min_score']):g}"
+            f" (best {best:.3f}): nothing reached it, so the closest keyword matches are shown"
+        )
     return (
         f"{below['count']} hit(s) scored below min_score {float(below['min_score']):g}"
         f" (best {best:.3f}); see them with --min-score {float(floor):g}"

@@ -213,7 +213,8 @@ def query_keywords(query: str, *, trigram: bool = False) -> list[str]:
     ("650", "2022": rare, so BM25 weighs them high, although the reference's list drops
     them). Empty for a question of function words only, or a bare operator (``AND``).
     """
-    extracted = extract_keywords(query, trigram=trigram)
+    # A lone letter outside CJK ("ÿ" of mis-decoded bytes) is no content word.
+    extracted = [k for k in extract_keywords(query, trigram=trigram) if len(k) > 1 or CJK.match(k)]
     keywords = [k for k in extracted if k not in QUERY_FILLER] or extracted
     tokens = dict.fromkeys(query_tokens(query))
     numbers = [t for t in tokens if t.isdigit()]

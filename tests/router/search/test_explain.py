@@ -69,9 +69,15 @@ def test_a_candidate_under_min_score_is_dropped_with_the_reason(tmp_path: Path) 
     # (an answer is never emptied while good candidates exist); the rest are dropped.
     assert response.results
     assert all(h.text_score is not None for h in response.results)
-    # Each hit kept under min_score says so, and why (the backend's relaxation).
+    # Each hit kept under min_score says so, and why (the backend's relaxation), and so
+    # does the answer (for an agent, which sees no explanations).
     assert all(h.explain and h.explain.relaxed for h in response.results)
     assert "under min_score = 0.99, kept" in (response.results[0].explain.relaxed or "")
+    below = response.below_min_score
+    assert below is not None
+    assert below.kept
+    assert below.count == len(response.results)
+    assert below.best_score < 0.99
     under = [h for h in response.dropped if h.text_score is None]
     assert under
     assert all(
