@@ -26,11 +26,12 @@ LLAMA_SDIST := .tools/sdist/llama_cpp_python-0.3.36.tar.gz
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PIP_NO_INPUT := 1
 
-.PHONY: help demo test lint bench clean
+.PHONY: help demo test test-quick lint bench clean
 
 help:
 	@echo "make demo   index examples/workspace and run a few searches (offline)"
 	@echo "make test   install everything the tests need, then run pytest"
+	@echo "make test-quick  the same without the tests marked slow (a few minutes)"
 	@echo "make lint   ruff + mypy"
 	@echo "make bench  run the benchmarks in bench/"
 	@echo "make clean  remove .demo-state/ and caches (keeps .venv/)"
@@ -61,17 +62,25 @@ test: $(TEST_STAMP) $(LLAMA_SDIST)
 	bash scripts/install-qmd.sh
 	$(BIN)/pytest $(PYTEST_ARGS)
 
+# Every test but those marked `slow` (each over ~2 s; docs/testing.md says when to mark one).
+test-quick: $(TEST_STAMP) $(LLAMA_SDIST)
+	bash scripts/install-qmd.sh
+	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy router backends plugins
 
 # A quick pass over the benchmarks (minutes); the full runs and their results are in
-# docs/performance.md, each with its command.
+# docs/performance.md, each with its command. The --check runs compare their headline
+# figures with the baselines recorded there (normalised by a reference operation) and
+# fail on a regression of more than 1.5x.
 bench: $(TEST_STAMP)
 	$(BIN)/python -m pip install -q -e '.[bench]'  # SeaweedFS for the S3 latency figures
 	$(BIN)/python bench/bench_embeddings.py --chunks 24 --rounds 3
 	$(BIN)/python bench/bench_startup.py --runs 5
-	$(BIN)/python bench/bench_sqlite.py --sizes 1000,10000 --queries 100
+	$(BIN)/python bench/bench_sqlite.py --sizes 10000,100000 --modes keyword,auto --queries 100 --check
+	$(BIN)/python bench/bench_serve.py --keyword --quick --check
 	$(BIN)/python bench/bench_lancedb.py --quick
 	$(BIN)/python bench/bench_migrate.py --quick
 	$(BIN)/python bench/bench_chaos.py --quick

@@ -36,7 +36,8 @@ from typing import Any
 
 from _notes import WORDS, write_notes
 
-from memory_router import Router, SearchRequest, load_config, testing
+from memory_router import Router, load_config, testing
+from memory_router.kit import SearchRequest
 
 QUERIES = [f"{a} {b}" for a, b in zip(WORDS, WORDS[3:] + WORDS[:3], strict=True)][:20]
 

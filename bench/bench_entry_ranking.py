@@ -29,9 +29,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_router import Entry, Router, entry_weight, testing
+from memory_router import Entry, Router, testing
 from memory_router._ops.bench_data import _session_date, _sessions, file_sha256, load_locomo
 from memory_router._workspace.journal import journal_text
+from memory_router.kit import entry_weight
 
 K = 10
 

@@ -33,7 +33,8 @@ from pathlib import Path
 
 from bench_embeddings import corpus
 
-from memory_router import ProviderContext, ProviderSpec, Router, hookimpl, testing
+from memory_router import Router, hookimpl, testing
+from memory_router.kit import ProviderContext, ProviderSpec
 
 
 class NumpyBefore:

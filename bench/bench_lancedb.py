@@ -1,17 +1,10 @@
 """Benchmark the LanceDB backend beside the built-in SQLite backend, in one process.
 
     .venv/bin/python bench/bench_lancedb.py [--sizes 10000,100000] [--queries 100] [--s3]
-<<<<<<< HEAD
-        [--s3-interval 1] [--s3-timeout 120]
-    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--queries 50] [--ann-dir DIR]
-        [--ann-index ivf_pq] [--ann-partition-rows N] [--ef-construction N]
-        [--nprobes 8,16] [--refine-factor 5,10] [--ef 300,600]
-=======
         [--s3-server seaweedfs,moto] [--s3-interval 1] [--s3-timeout 120]
-    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--ann-index ivf_hnsw_sq] \
-        [--nprobes 20,50] [--refine 0,5] [--ef 50,100] [--ann-partitions 16]
-        [--ef-construction 150] [--ann-dir DIR]
->>>>>>> main
+    .venv/bin/python bench/bench_lancedb.py --ann 1000000 [--queries 50] [--ann-dir DIR]
+        [--ann-index ivf_hnsw_sq] [--ann-partition-rows N] [--ef-construction N]
+        [--nprobes 20,50] [--refine-factor 0,5] [--ef 50,100]
     .venv/bin/python bench/bench_lancedb.py --processes 30 [--s3]
     .venv/bin/python bench/bench_lancedb.py --quick
 
@@ -24,12 +17,12 @@ moto, the tests' Python server, inflates S3 latency many times;
 advises); then ``optimize()`` is
 timed, and every query runs on each backend in turn (interleaved, so machine load hits
 all alike). ``--ann N`` runs end to end with the backend's own settings (unless given):
-imports N synthetic chunks through the backend, runs its ``optimize()`` twice (the first
-builds the ANN index, the second must be cheap), and measures ``Backend.search`` (vector
-leg only, 10 results) p50 and recall@10 against LanceDB's exact search; ``--ann-dir``
-keeps the store and reuses its import (the index is rebuilt), the query settings can be
-swept on one index. ``--processes S``
-runs 2 writer and 4 reader processes on one store for S seconds and checks nothing was lost.
+writes N synthetic chunks through the backend's staging (as ``migrate`` does), runs its
+``optimize()`` twice (the first builds the ANN index, the second must be cheap), and
+measures ``Backend.search`` (vector leg only, 10 results) p50 and recall@10 against
+LanceDB's exact search; ``--ann-dir`` keeps the store and reuses its chunks (the index is
+rebuilt), the query settings can be swept on one index. ``--processes S`` runs 2 writer
+and 4 reader processes on one store for S seconds and checks nothing was lost.
 """
 
 from __future__ import annotations
@@ -49,7 +42,8 @@ from typing import Any
 import numpy as np
 from bench_sqlite import percentiles, queries, write_corpus
 
-from memory_router import Chunk, Router, SearchRequest, testing
+from memory_router import Router, testing
+from memory_router.kit import Chunk, SearchRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -196,7 +190,7 @@ def _ann_chunks(rows: int, texts: list[str]) -> Any:
 def ann(
     rows: int, count: int, settings: dict[str, Any], sweep: dict[str, list[int]], keep: str
 ) -> None:
-    """End to end with the backend's own settings: import ``rows`` synthetic chunks (or
+    """End to end with the backend's own settings: publish ``rows`` synthetic chunks (or
     reuse a kept store's import, dropping its vector index), ``optimize()`` twice (the
     first builds the ANN index, the second must find nothing to do), then ``Backend.search``
     (vector leg only) against LanceDB's exact search, for every ``sweep`` combination of
@@ -216,7 +210,9 @@ def ann(
             for _ in _ann_chunks(5000, texts):
                 pass
         else:
-            backend.import_chunks(_ann_chunks(rows, texts), fingerprint=r.fingerprint().to_dict())
+            testing.publish_chunks(
+                backend, _ann_chunks(rows, texts), fingerprint=r.fingerprint().to_dict()
+            )
             marker.write_text("ok\n")
         import_s = time.perf_counter() - started
         tables = backend.store.tables(backend.store.pointer().generation)

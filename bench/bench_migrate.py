@@ -36,7 +36,8 @@ from typing import Any, ClassVar
 
 from bench_sqlite import write_corpus
 
-from memory_router import Config, ProviderSpec, Router, hookimpl, load_config, migrate, testing
+from memory_router import Config, Router, hookimpl, load_config, migrate, testing
+from memory_router.kit import ProviderSpec
 from memory_router.testing import HashingEmbedder, router_config
 
 

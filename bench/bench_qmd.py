@@ -36,7 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memory_router import Router, SearchRequest, testing
+from memory_router import Router, testing
+from memory_router.kit import SearchRequest
 
 # The data stays in ../shared beside the checkout (never copied in); override with --data
 # or MEMORY_ROUTER_LOCOMO.

@@ -14,7 +14,10 @@ model is installed; ``--keyword`` for keyword-only), then:
 3. ``memory-router search`` as a fresh process, through the server and with ``--local``
    (median of 5 each): what an agent that shells out pays.
 
-``--quick`` is 8 × 50 requests, 20 MCP calls and 3 CLI runs.
+``--quick`` is 8 × 50 requests, 20 MCP calls and 3 CLI runs. ``--check`` compares the
+headline figures (in-process p50, one client's HTTP p50, 8 clients' throughput) with the
+ones recorded in docs/performance.md, normalised by a reference operation timed in the
+same run (``bench/_guard.py``); ``--record`` writes them there.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _guard
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -202,6 +206,8 @@ def main() -> None:
     parser.add_argument("--baseline-runs", type=int, default=100)
     parser.add_argument("--keyword", action="store_true", help="keyword-only (no embeddings)")
     parser.add_argument("--quick", action="store_true", help="8 × 50 requests, fewer runs")
+    parser.add_argument("--check", action="store_true", help="compare with docs/performance.md")
+    parser.add_argument("--record", action="store_true", help="record the figures there")
     args = parser.parse_args()
     if args.quick:
         args.requests, args.mcp_calls, args.cli_runs, args.baseline_runs = 50, 20, 3, 20
@@ -211,8 +217,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         process, url, config = start_server(Path(tmp), args.keyword)
         try:
+            ref = _guard.reference()
             base = in_process(config, args.baseline_runs)
             print(f"in-process Router.search × {args.baseline_runs}: {json.dumps(base)}")
+            single = http_load(url, 1, args.baseline_runs)
+            print(f"HTTP /search 1 client × {args.baseline_runs}: {json.dumps(single)}")
             load = http_load(url, args.clients, args.requests)
             print(f"HTTP /search {args.clients} clients × {args.requests}: {json.dumps(load)}")
             mcp = mcp_calls(url, args.mcp_calls)
@@ -225,6 +234,17 @@ def main() -> None:
         print(f"serve exit code after SIGTERM: {process.returncode}")
         if load["errors"]:
             raise SystemExit(f"{load['errors']} errors under load")
+    mode = "keyword" if args.keyword else "hybrid"
+    flags = [flag for flag, on in (("--keyword", args.keyword), ("--quick", args.quick)) if on]
+    command = " ".join(["bench_serve.py", *flags])
+    figures = [
+        _guard.Figure(f"serve-{mode} in-process p50", base["p50_ms"], "ms", command),
+        _guard.Figure(f"serve-{mode} 1 client p50", single["p50_ms"], "ms", command),
+        _guard.Figure(
+            f"serve-{mode} {args.clients} clients", load["throughput_rps"], "req/s", command
+        ),
+    ]
+    _guard.finish(figures, ref, check_=args.check, record_=args.record)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,15 @@ indexed four times: keyword-only; hybrid (the 384-d hashing embedder) with the d
 ``vector_search = "auto"`` (exact cosine over vectors held in memory while they fit the
 budget); hybrid forced to sqlite-vec KNN; and hybrid with ``vector = false`` (no sqlite-vec
 at all, the numpy path). Search
-latency is measured on the backend (``Backend.search``) and through ``Router.search``.
+latency is measured on the backend (``Backend.search``, 24 candidates) and through
+``Router.search`` (the defaults: 80 candidates, shaping), as wall time and as CPU time of
+the process (all its threads) per query; for the default in-memory vector path, recall@10
+of the vector leg against an exact scan (ties counted as found).
+
+``--check`` prints each headline figure (Router.search p50 per size and mode) beside the
+one recorded in docs/performance.md, both divided by a reference operation timed in the
+same run (``bench/_guard.py``), and exits 1 when one is more than 1.5× worse or recall@10
+is under 0.99; ``--record`` writes the run's figures there.
 """
 
 from __future__ import annotations
@@ -24,9 +32,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import _guard
 import numpy as np
 
-from memory_router import Router, SearchRequest, testing
+from memory_router import Router, testing
+from memory_router.kit import SearchRequest
 
 MAX_FILES = 10_000
 
@@ -203,24 +213,53 @@ def run_case(
         again = router.sync()[0]
         resync_s = time.perf_counter() - started
         assert again.added == again.updated == 0
-        backend = router.backend("sqlite")
-        raw, routed = [], []
-        for q in qs:
-            started = time.perf_counter()
-            backend.search(SearchRequest(query=q, max_results=6, min_score=0.0, candidates=24))
-            raw.append((time.perf_counter() - started) * 1000)
-            started = time.perf_counter()
-            router.search(q)
-            routed.append((time.perf_counter() - started) * 1000)
+        router.search(qs[0])  # the first query after a sync loads the vectors
+        timed = search_times(router, qs)
         path = router.status(deep=True).backends[0].details.get("vector")
+        recall = vector_recall(router, qs) if path == "numpy" else None  # in memory
     return {
         "chunks": report.chunks,
         "sync_s": sync_s,
         "resync_s": resync_s,
-        "backend_ms": percentiles(raw),
-        "router_ms": percentiles(routed),
         "vector": path,
+        "recall": recall,
+        **timed,
     }
+
+
+def search_times(router: Router, qs: list[str]) -> dict[str, tuple[float, float]]:
+    """p50/p95 of wall and CPU milliseconds, for the backend and for Router.search."""
+    backend = router.backend("sqlite")
+    request = {"max_results": 6, "min_score": 0.0, "candidates": 24}
+    samples: dict[str, list[float]] = {k: [] for k in ("backend", "router", "router_cpu")}
+    for q in qs:
+        started = time.perf_counter()
+        backend.search(SearchRequest(query=q, **request))  # type: ignore[arg-type]
+        samples["backend"].append((time.perf_counter() - started) * 1000)
+        started, cpu = time.perf_counter(), time.process_time()
+        router.search(q)
+        samples["router"].append((time.perf_counter() - started) * 1000)
+        samples["router_cpu"].append((time.process_time() - cpu) * 1000)
+    return {f"{k}_ms": percentiles(v) for k, v in samples.items()}
+
+
+def vector_recall(router: Router, qs: list[str], k: int = 10) -> float:
+    """Recall@k of the in-memory vector leg against an exact scan of the same vectors."""
+    backend: Any = router.backend("sqlite")
+    embedder = backend.context.embedder
+    with backend.store.reader() as conn:
+        matrix = backend.store.matrix(conn, backend.model)
+    found = 0.0
+    for q in qs:
+        vector = np.asarray(embedder.embed_query(q), dtype=np.float32)
+        if not vector.any():
+            found += 1.0
+            continue
+        exact = matrix.nearest.exact(vector)
+        kth = np.sort(exact)[-k]
+        top = matrix.nearest.top(vector, k)
+        found += sum(1 for i, _ in top if exact[i] >= kth - 1e-6) / k
+    return found / len(qs)
 
 
 def main() -> None:
@@ -230,11 +269,29 @@ def main() -> None:
     parser.add_argument(
         "--modes", default="keyword,auto,vec,numpy", help="any of " + ", ".join(CASES)
     )
+    parser.add_argument("--check", action="store_true", help="compare with docs/performance.md")
+    parser.add_argument("--record", action="store_true", help="record the figures there")
     args = parser.parse_args()
     print(f"# {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    before = _guard.reference()
+    figures, recalls = run_all(args)
+    after = _guard.reference()
+    ref = _guard.Reference(ms=(before.ms + after.ms) / 2, load=max(before.load, after.load))
+    print(f"reference {before.ms:.1f} ms (load {before.load:.1f}) before, {after.ms:.1f} ms"
+          f" (load {after.load:.1f}) after")  # fmt: skip
+    _guard.finish(figures, ref, check_=args.check, record_=args.record)
+    low = [f"{name}: {value:.4f}" for name, value in recalls.items() if value < 0.99]
+    if args.check and low:
+        raise SystemExit(f"recall@10 under 0.99: {', '.join(low)}")
+
+
+def run_all(args: argparse.Namespace) -> tuple[list[_guard.Figure], dict[str, float]]:
+    """Every size and mode: prints the table; returns the headline figures and recalls."""
     header = "| chunks | files | mode | vector path | sync s | unchanged re-sync s"
-    print(header + " | backend p50/p95 ms | Router.search p50/p95 ms |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(header + " | backend p50/p95 ms | Router.search p50/p95 ms | CPU ms | recall@10 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    figures, recalls = [], {}
+    command = f"bench_sqlite.py --sizes {args.sizes} --queries {args.queries}"
     for size in (int(s) for s in args.sizes.split(",")):
         with tempfile.TemporaryDirectory(prefix="bench-sqlite-") as tmp:
             workspace = Path(tmp) / "ws"
@@ -242,17 +299,22 @@ def main() -> None:
             qs = queries(workspace, args.queries)
             for name in args.modes.split(","):
                 embedding, settings, label = CASES[name]
-                folder = Path(tmp) / name
-                result = run_case(folder, workspace, embedding, settings, qs)
-                mode = label
-                b50, b95 = result["backend_ms"]
-                r50, r95 = result["router_ms"]
+                r = run_case(Path(tmp) / name, workspace, embedding, settings, qs)
+                recall = "—" if r["recall"] is None else f"{r['recall']:.4f}"
                 print(
-                    f"| {result['chunks']} | {files} | {mode} | {result['vector']}"
-                    f" | {result['sync_s']:.1f} | {result['resync_s']:.2f}"
-                    f" | {b50:.1f} / {b95:.1f} | {r50:.1f} / {r95:.1f} |",
+                    f"| {r['chunks']} | {files} | {label} | {r['vector']}"
+                    f" | {r['sync_s']:.1f} | {r['resync_s']:.2f}"
+                    " | {:.1f} / {:.1f} | {:.1f} / {:.1f} | {:.1f} | {} |".format(
+                        *r["backend_ms"], *r["router_ms"], r["router_cpu_ms"][0], recall
+                    ),
                     flush=True,
                 )
+                key = f"sqlite-{size}-{name}"
+                p50 = r["router_ms"][0]
+                figures.append(_guard.Figure(f"{key} Router.search p50", p50, "ms", command))
+                if r["recall"] is not None:
+                    recalls[key] = r["recall"]
+    return figures, recalls
 
 
 if __name__ == "__main__":

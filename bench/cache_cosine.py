@@ -25,6 +25,8 @@ def vectors(path: str) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
+    if len(sys.argv) != 3 or sys.argv[1] in {"-h", "--help"}:
+        raise SystemExit(__doc__)
     first, second = vectors(sys.argv[1]), vectors(sys.argv[2])
     common = sorted(set(first) & set(second))
     if not common:

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_router import Chunk, Router, testing, vector_scale
+from memory_router import Router, testing
 from memory_router._ops.bench_data import load_locomo
+from memory_router.kit import Chunk, vector_scale
 
 DATA = Path(
     os.environ.get("MEMORY_ROUTER_LOCOMO")

@@ -52,24 +52,21 @@ from typing import Any
 import numpy as np
 from sweep import parts
 
-from memory_router import (
-    BackendResult,
-    Chunk,
-    Config,
-    Hit,
-    Router,
-    SearchRequest,
-    build_or_query,
-    fuse,
-    keyword_coverage,
-    load_config,
-    query_keywords,
-)
+from memory_router import Config, Hit, Router, load_config
 from memory_router._ops.bench import Variant, score_query, variant_config, write_group
 from memory_router._ops.bench_data import Group, Query
 from memory_router._search.calibration import vector_scale
 from memory_router._search.fusion import max_scaled
 from memory_router._search.ranking import shape_all
+from memory_router.kit import (
+    BackendResult,
+    Chunk,
+    SearchRequest,
+    build_or_query,
+    fuse,
+    keyword_coverage,
+    query_keywords,
+)
 from memory_router_sqlite import _search
 
 POOL = 80  # the default candidate pool: 20 results × candidate_multiplier 4

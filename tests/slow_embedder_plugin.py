@@ -13,7 +13,8 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from memory_router import ProviderContext, ProviderSpec, hookimpl
+from memory_router import hookimpl
+from memory_router.kit import ProviderContext, ProviderSpec
 from memory_router.testing import HashingEmbedder
 
 

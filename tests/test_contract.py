@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from memory_router import get_plugin_manager
 from memory_router._plugins import provider_specs
+from memory_router.kit import get_plugin_manager
 from memory_router.testing import BackendContract, HashingEmbedder
 
 
@@ -63,6 +63,7 @@ def test_hash_provider_is_registered_through_the_env_plugin_list() -> None:
     assert "hash" not in provider_specs(get_plugin_manager(environ={}))
 
 
+@pytest.mark.slow
 def test_hashing_embedder_is_deterministic_across_processes() -> None:
     code = (
         "import json; from memory_router.testing import HashingEmbedder;"

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from memory_router import Backend, BackendContext, BackendSpec, hookimpl, lazy_exports
+from memory_router import hookimpl
+from memory_router.kit import Backend, BackendContext, BackendSpec, lazy_exports
 
 from ._settings import LanceSettings
 

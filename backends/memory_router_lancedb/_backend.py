@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import functools
-import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -13,25 +12,28 @@ from typing import Any
 import numpy as np
 
 from memory_router import (
-    Backend,
-    BackendContext,
-    BackendResult,
     BackendStatus,
-    Chunk,
     EmbeddingError,
     EntryMatch,
-    EntryRequest,
     Hit,
     MemoryRouterError,
     Progress,
+    SyncReport,
+    Unsupported,
+    no_progress,
+)
+from memory_router.kit import (
+    Backend,
+    BackendContext,
+    BackendResult,
+    Chunk,
+    EntryRequest,
     SearchRequest,
     Snapshot,
     Staging,
-    SyncReport,
-    Unsupported,
+    SyncTally,
     fuse_chunks,
     keyword_chunks,
-    no_progress,
     wait_future,
 )
 
@@ -80,16 +82,15 @@ class LanceBackend(Backend):
     def sync(
         self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
     ) -> SyncReport:
-        started = time.perf_counter()
-        embedder = self.context.embedder
-        before = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
+        tally = SyncTally(self.name, self.context.embedder)
         with self.store.writing("sync"):
-            counts, reason = self.store.guard(
+            reason, written = self.store.guard(
                 "sync",
                 lambda: sync_generation(
                     self.store,
                     snapshot,
-                    embedder,
+                    self.context.embedder,
+                    tally,
                     force=force,
                     progress=progress,
                     journal=self.journal,
@@ -102,23 +103,9 @@ class LanceBackend(Backend):
                 if pointer
                 else None
             )
-            notes = self._maintain(tables, counts.chunks_written, rebuilt=reason is not None)
+            notes = self._maintain(tables, written, rebuilt=reason is not None)
             chunks = self.store.guard("sync", lambda: tables.chunks.count_rows()) if tables else 0
-        after = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
-        return SyncReport(
-            backend=self.name,
-            added=counts.added,
-            updated=counts.updated,
-            removed=counts.removed,
-            unchanged=counts.unchanged,
-            chunks=chunks,
-            embedded=after[0] - before[0],
-            cache_hits=after[1] - before[1],
-            full_rebuild=reason is not None,
-            reason=reason,
-            duration_ms=(time.perf_counter() - started) * 1000,
-            errors=notes,
-        )
+        return tally.report(chunks=chunks, reason=reason, errors=notes)
 
     def _maintain(self, tables: Tables | None, written: int, *, rebuilt: bool) -> tuple[str, ...]:
         """Indexes and optimize after a sync; a failure here is reported, never raised."""
@@ -354,17 +341,6 @@ class LanceBackend(Backend):
 
     def stage(self, *, fingerprint: Mapping[str, Any], resume: bool) -> Staging:
         return LanceStaging.open(self.store, fingerprint, resume=resume)
-
-    def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
-        with self.store.writing("import"):
-            written: int = self.store.guard(
-                "import",
-                lambda: _transfer.import_chunks(
-                    self.store, chunks, fingerprint=fingerprint, journal=self.journal
-                ),
-                long=True,
-            )
-            return written
 
 
 def merge(

@@ -19,7 +19,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from types import ModuleType
 from typing import Any, TypeVar
 
-from memory_router import BackendError, BackendUnavailable, MemoryRouterError, wait_future
+from memory_router import BackendError, BackendUnavailable, MemoryRouterError
+from memory_router.kit import wait_future
 
 T = TypeVar("T")
 INSTALL_HINT = "install the extra: pip install 'memory-router[lancedb]'"

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_router import Entry, EntryMatch, EntryRequest
+from memory_router import Entry, EntryMatch
+from memory_router.kit import EntryRequest
 
 from ._store import quote
 

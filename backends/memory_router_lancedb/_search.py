@@ -5,7 +5,7 @@
 * vector: cosine distance (exact ``1 − cos`` thanks to ``refine_factor`` once an ANN index
   exists, see :class:`Ann`), score ``1 − distance``;
 * both legs take the same prefilter (sources), then the built-in backend's fusion
-  (`memory_router.fuse` with `query.hybrid.fusion`).
+  (`memory_router.kit.fuse` with `query.hybrid.fusion`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memory_router import ScoredChunk, query_keywords
+from memory_router.kit import ScoredChunk, query_keywords
 
 from ._store import Tables, in_list, quote
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from memory_router import Secret
+from memory_router.kit import Secret
 
 if TYPE_CHECKING:
     from memory_router import Config

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memory_router import Chunk, NotFound, Staging
+from memory_router import NotFound
+from memory_router.kit import Chunk, Staging
 
 from . import _housekeeping, _transfer
 from ._store import STAGING_KEY, LanceStore, Tables, in_list

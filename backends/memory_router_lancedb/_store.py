@@ -24,7 +24,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory_router import BackendUnavailable, MemoryRouterError, wait_future
+from memory_router import BackendUnavailable, MemoryRouterError
+from memory_router.kit import wait_future
 
 from . import _schema
 from ._lance import lancedb, on_thread, translate, unreachable, with_retries, within

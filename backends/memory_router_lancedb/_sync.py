@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memory_router import Chunk, Document, Embedder, Progress, Snapshot
+from memory_router import Progress
+from memory_router.kit import Chunk, Document, Embedder, Snapshot, SyncTally, rebuild_reason
 
 from . import _schema
 from ._lance import with_retries
@@ -25,33 +25,9 @@ GROUP_FILES = 200
 ADOPT_ROWS = 20_000  # files rows written per commit when adopting migrated chunks
 
 
-@dataclass(slots=True)
-class Counts:
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    unchanged: int = 0
-    chunks_written: int = 0
-    errors: list[str] = field(default_factory=list)
-
-
 def wanted_fingerprint(snapshot: Snapshot) -> dict[str, Any]:
     value: dict[str, Any] = json.loads(json.dumps(dict(snapshot.fingerprint), sort_keys=True))
     return value
-
-
-def rebuild_reason(
-    stored: dict[str, Any] | None, wanted: dict[str, Any], force: bool
-) -> str | None:
-    """Why the whole index must be rebuilt, or ``None`` when an incremental sync will do."""
-    if force:
-        return "forced"
-    if stored is None:
-        return "no index yet"
-    for key, value in wanted.items():
-        if stored.get(key) != value:
-            return f"fingerprint changed: {key}"
-    return None
 
 
 class Indexer:
@@ -74,12 +50,13 @@ class Indexer:
         self.embedder = embedder
         self.journal = journal
         self.vector = "vector" in tables.chunks.schema.names
+        self.chunks_written = 0
 
     def stored_files(self) -> dict[str, str]:
         data = self.tables.files.to_arrow().select(["path", "hash"]).to_pydict()
         return dict(zip(data["path"], data["hash"], strict=True))
 
-    def run(self, snapshot: Snapshot, counts: Counts, progress: Progress) -> None:
+    def run(self, snapshot: Snapshot, counts: SyncTally, progress: Progress) -> None:
         stored = self.stored_files()
         changed = [
             d
@@ -108,7 +85,7 @@ class Indexer:
             counts.removed = len(gone)
 
     def _adopt(
-        self, snapshot: Snapshot, changed: list[Document], stored: dict[str, str], counts: Counts
+        self, snapshot: Snapshot, changed: list[Document], stored: dict[str, str], counts: SyncTally
     ) -> list[Document]:
         """Record the files whose chunks are all in the table already (what ``migrate``
         leaves: chunks without ``files`` rows); only their ``files`` rows are written,
@@ -161,7 +138,7 @@ class Indexer:
         snapshot: Snapshot,
         group: list[tuple[Document, list[Chunk]]],
         stored: dict[str, str],
-        counts: Counts,
+        counts: SyncTally,
     ) -> int:
         chunks = list({c.id: c for _, cs in group for c in cs}.values())
         vectors = self._embed(chunks)
@@ -172,7 +149,7 @@ class Indexer:
                 counts.updated += 1
             else:
                 counts.added += 1
-        counts.chunks_written += len(chunks)
+        self.chunks_written += len(chunks)
         self.write_files([doc for doc, _ in group])
         for doc, _ in group:
             snapshot.release(doc)
@@ -304,26 +281,30 @@ def sync_generation(
     store: LanceStore,
     snapshot: Snapshot,
     embedder: Embedder | None,
+    counts: SyncTally,
     *,
     force: bool,
     progress: Progress,
     journal: str,
-) -> tuple[Counts, str | None]:
-    """Sync ``snapshot`` into the live generation, or rebuild into a new one."""
+) -> tuple[str | None, int]:
+    """Sync ``snapshot`` into the live generation, or rebuild into a new one, counting
+    into ``counts``. Returns why the whole index was rebuilt (``None``: incremental, see
+    :func:`rebuild_reason`) and how many chunks were written."""
     wanted = wanted_fingerprint(snapshot)
     pointer = store.pointer(fresh=True)
     live = _live_tables(store, pointer.generation) if pointer else None
-    reason = rebuild_reason(pointer.fingerprint if pointer else None, wanted, force)
+    reason = rebuild_reason(pointer.fingerprint if pointer else None, wanted, force=force)
     if live is None and reason is None:
         reason = "live tables are missing"
-    counts = Counts()
     if reason is None and live is not None:
-        Indexer(store, live, embedder, journal=journal).run(snapshot, counts, progress)
-        return counts, None
+        indexer = Indexer(store, live, embedder, journal=journal)
+        indexer.run(snapshot, counts, progress)
+        return None, indexer.chunks_written
     dims = _dims(wanted, embedder)
     fresh = store.new_generation(dims)
+    indexer = Indexer(store, fresh, embedder, journal=journal, empty=True)
     try:
-        Indexer(store, fresh, embedder, journal=journal, empty=True).run(snapshot, counts, progress)
+        indexer.run(snapshot, counts, progress)
         store.switch(fresh, wanted, dims)
     except BaseException:
         store.drop_generation(fresh.generation)
@@ -331,7 +312,7 @@ def sync_generation(
     old = set(live_paths(live)) if live is not None else set()
     counts.removed = len(old - {d.path for d in snapshot.documents})
     store.prune(fresh.generation)
-    return counts, reason
+    return reason, indexer.chunks_written
 
 
 def _live_tables(store: LanceStore, generation: str) -> Tables | None:

@@ -1,19 +1,21 @@
-"""Entries by chunk id, and chunks out of and into the store (for ``migrate``)."""
+"""Entries by chunk id, chunks out of the store, and appends to a staged copy (for
+``migrate``)."""
 
 from __future__ import annotations
 
 import json
 import struct
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from memory_router import Category, Chunk, Entry
+from memory_router import Category, Entry
+from memory_router.kit import Chunk
 
 from . import _schema
 from ._store import LanceStore, Tables, in_list
-from ._sync import Indexer, entry_row
+from ._sync import entry_row
 
 BATCH = 500
 
@@ -71,51 +73,6 @@ def export_chunks(store: LanceStore, tables: Tables) -> Iterator[Chunk]:
 def normalised(fingerprint: Mapping[str, Any]) -> dict[str, Any]:
     value: dict[str, Any] = json.loads(json.dumps(dict(fingerprint), sort_keys=True))
     return value
-
-
-def import_chunks(
-    store: LanceStore, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any], journal: str
-) -> int:
-    """Upsert ``chunks`` (by id) into the live generation, creating one when there is none.
-
-    Files get no ``files`` rows, so the next sync re-checks them against the workspace;
-    it reuses the imported vectors of chunks whose id (text, lines, model) is unchanged.
-    Vectors of another size than the store's are dropped.
-    """
-    pointer = store.pointer(fresh=True)
-    if pointer is None:
-        wanted = normalised(fingerprint)
-        dims = wanted.get("vectorDims")
-        tables = store.new_generation(int(dims) if dims else None)
-        store.switch(tables, wanted, int(dims) if dims else None)
-    else:
-        tables = store.tables(pointer.generation)
-    written = 0
-    batch: list[Chunk] = []
-    for chunk in chunks:
-        batch.append(chunk)
-        if len(batch) >= BATCH:
-            written += write_batch(store, tables, batch, empty=pointer is None)
-            batch = []
-    if batch:
-        written += write_batch(store, tables, batch, empty=pointer is None)
-    return written
-
-
-def write_batch(
-    store: LanceStore, tables: Tables, batch: Sequence[Chunk], *, empty: bool = False
-) -> int:
-    """Upsert ``batch`` with its embeddings (and entries) into ``tables`` (``empty``: a
-    generation this call created, appended to without merging; ids are unique)."""
-    dims = tables.chunks.schema.field("vector").type.list_size if _has_vector(tables) else None
-    unique = list({c.id: c for c in batch}.values())
-    vectors = [
-        list(c.embedding) if c.embedding is not None and len(c.embedding) == dims else None
-        for c in unique
-    ]
-    indexer = Indexer(store, tables, None, journal="", empty=empty)
-    indexer.write_chunks(unique, vectors, paths=None)
-    return len(unique)
 
 
 def _has_vector(tables: Tables) -> bool:

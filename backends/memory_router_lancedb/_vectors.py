@@ -1,9 +1,9 @@
 """Exact vector search over the live vectors held in memory (``vector_search = "auto"``).
 
 LanceDB's brute-force search reads every vector from storage for each query. While the
-chunks' vectors (and rows) fit ``memory_budget_mb``, this process keeps them in one
-float32 matrix instead and answers with one matrix product: the same exact cosine
-scores, no bytes read per query (most of all on object storage). Past the budget
+chunks' vectors (and rows) fit ``memory_budget_mb``, this process keeps them in memory
+instead (:class:`~memory_router.kit.NearestVectors`): exact cosine scores, no bytes read
+per query (most of all on object storage). Past the budget
 LanceDB searches (with its ANN index once built).
 
 The copy follows the table's version, so other writers' commits are seen as soon as
@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from memory_router.kit import NearestVectors, vectors_footprint
+
 from ._search import COLUMNS, Row
 
 _READ = [*COLUMNS, "vector"]
@@ -35,7 +37,7 @@ class Loaded:
     rows: list[dict[str, Any]]
     row_ids: np.ndarray  # LanceDB row id of each of ``rows``
     sources: np.ndarray
-    matrix: np.ndarray
+    nearest: NearestVectors
     positions: dict[int, int]  # row id → index in ``rows``
 
     def row_at(self, row_id: int, score: float) -> Row | None:
@@ -58,7 +60,7 @@ def _loaded(key: tuple[str, int], data: Any, dims: int) -> Loaded:
         data.select(COLUMNS).to_pylist(),
         row_ids,
         np.asarray(data.column("source").to_pylist(), dtype=str),
-        np.nan_to_num(matrix),
+        NearestVectors(np.nan_to_num(matrix)),
         {int(r): i for i, r in enumerate(row_ids)},
     )
 
@@ -73,7 +75,7 @@ def _refreshed(old: Loaded, table: Any, key: tuple[str, int], count: int) -> Loa
     if len(fresh) * 2 > len(live):
         return None
     keep = np.asarray([old.positions[int(r)] for r in live[kept]], dtype=np.int64)
-    dims = old.matrix.shape[1]
+    dims = old.nearest.dims
     new = None
     if len(fresh):
         taken = table.take_row_ids([int(r) for r in fresh]).with_row_id().select(_READ)
@@ -85,15 +87,17 @@ def _refreshed(old: Loaded, table: Any, key: tuple[str, int], count: int) -> Loa
         rows,
         row_ids,
         np.concatenate([old.sources[keep], *([new.sources] if new else [])]),
-        np.concatenate([old.matrix[keep], *([new.matrix] if new else [])]),
+        NearestVectors(
+            np.concatenate([old.nearest.matrix[keep], *([new.nearest.matrix] if new else [])])
+        ),
         {int(r): i for i, r in enumerate(row_ids)},
     )
 
 
 def fits(count: int, dims: int, budget_bytes: int) -> bool:
     """Whether ``count`` rows with ``dims``-d vectors fit ``budget_bytes`` in memory
-    (the vectors plus ~600 bytes of row each)."""
-    return count * (dims * 4 + 600) <= budget_bytes
+    (the vectors, their compact copy from 20k rows, and ~600 bytes of row each)."""
+    return vectors_footprint(count, dims) + count * 600 <= budget_bytes
 
 
 class VectorCache:
@@ -131,7 +135,7 @@ class VectorCache:
                 self._loaded, self._too_big = None, key
                 return None
             found = None
-            if old is not None and old.key[0] == generation and old.matrix.shape[1] == dims:
+            if old is not None and old.key[0] == generation and old.nearest.dims == dims:
                 found = _refreshed(old, table, key, count)
             if found is None:
                 scan = table.search().select(_READ).with_row_id(True).limit(max(count, 1))
@@ -145,20 +149,14 @@ class VectorCache:
 def top(
     loaded: Loaded, query: Any, *, sources: tuple[str, ...] | None, limit: int
 ) -> dict[str, Row]:
-    """The ``limit`` nearest chunks by exact cosine (vectors are unit length)."""
+    """The ``limit`` nearest chunks by cosine (:class:`~memory_router.kit.NearestVectors`)."""
     if not loaded.rows:
         return {}
-    scores = loaded.matrix @ np.asarray(query, dtype=np.float32)
-    if sources:
-        scores = np.where(np.isin(loaded.sources, list(sources)), scores, -np.inf)
-    k = min(limit, len(scores))
-    best = np.argpartition(-scores, k - 1)[:k]
-    best = best[np.argsort(-scores[best])]
+    allowed = np.isin(loaded.sources, list(sources)) if sources else None
     found = {}
-    for i in best:
-        if np.isfinite(scores[i]):
-            r = loaded.rows[int(i)]
-            found[r["id"]] = _row(r, float(scores[i]))
+    for i, score in loaded.nearest.top(query, limit, allowed):
+        r = loaded.rows[i]
+        found[r["id"]] = _row(r, score)
     return found
 
 

@@ -8,6 +8,7 @@ Each agent has its own QMD state under the backend's state directory. See
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -15,19 +16,21 @@ from pathlib import Path
 from typing import Any
 
 from memory_router import (
-    Backend,
-    BackendContext,
     BackendError,
-    BackendResult,
     BackendStatus,
     BackendUnavailable,
     InvalidInput,
     MemoryRouterError,
     Progress,
-    SearchRequest,
-    Snapshot,
     SyncReport,
     no_progress,
+)
+from memory_router.kit import (
+    Backend,
+    BackendContext,
+    BackendResult,
+    SearchRequest,
+    Snapshot,
     query_keywords,
 )
 
@@ -38,9 +41,18 @@ from ._export import export_sessions, load_line_maps, purge_old_redaction
 from ._index import keyword_weights, read_stats
 from ._locate import locate
 from ._mcp import McpSidecar
-from ._models import Preflight
+from ._models import Preflight, with_offline_embed
 from ._process import QmdRunner
-from ._results import RELAXED_COVERAGE, SCORING, RawHit, calibrated, parse_items, to_hits
+from ._results import (
+    RELAXED_COVERAGE,
+    SCORING,
+    RawHit,
+    calibrated,
+    explained_score,
+    parse_items,
+    rank_score,
+    to_hits,
+)
 from ._settings import MODES, QmdSettings
 from ._update import UpdateCycle, reported_counts
 
@@ -53,7 +65,7 @@ class QmdBackend(Backend):
     def __init__(self, context: BackendContext) -> None:
         super().__init__(context)
         self.settings: QmdSettings = context.settings or QmdSettings()
-        self.command = locate(self.settings, backend=self.name)
+        self.command = locate(self.settings, backend=self.name, expand=context.config.expand)
         self.runner = QmdRunner(
             self.command,
             index=self.settings.index,
@@ -62,7 +74,8 @@ class QmdBackend(Backend):
             kill_grace_s=self.settings.kill_grace_s,
         )
         self.export_dir = context.state_dir / "sessions-export"
-        self.preflight = Preflight.check(self.settings.models)
+        self.models, self.model_note = with_offline_embed(self.settings.models, context.state_dir)
+        self.preflight = Preflight.check(self.models)
         self._collections: dict[str, Collection] = {}
         self._line_maps = load_line_maps(self.export_dir)
         self._lock = threading.Lock()
@@ -95,18 +108,36 @@ class QmdBackend(Backend):
         as it is, so a collection dropped from the config disappears only at the next
         sync, never on the search path; searches use the collections the YAML declares.
         """
-        collections = managed_collections(self.context.config, self.export_dir)
-        models = {
-            role: str(Path(getattr(self.settings.models, role)).expanduser())
-            for role in ("embed", "generate", "rerank")
-            if self.preflight.usable(role)
-        }
+        collections, models = self._wanted()
         path = self.runner.config_path
         if rewrite or not path.is_file():
             ensure_config(path, collections, models)
         declared = declared_names(path)
         with self._lock:
             self._collections = {c.name: c for c in collections if c.name in declared}
+
+    def _wanted(self) -> tuple[list[Collection], dict[str, str]]:
+        """The collections and model paths the index YAML should declare."""
+        collections = managed_collections(self.context.config, self.export_dir)
+        models = {
+            role: str(Path(getattr(self.models, role)).expanduser())
+            for role in ("embed", "generate", "rerank")
+            if self.preflight.usable(role)
+        }
+        return collections, models
+
+    def _files(self, snapshot: Snapshot) -> str:
+        """A fingerprint of what a sync's update indexes: the memory files (path and
+        content), the collections and models declared, and the snapshot's fingerprint."""
+        collections, models = self._wanted()
+        described = {
+            "documents": sorted((d.path, d.hash) for d in snapshot.documents),
+            "collections": sorted((c.name, str(c.path), c.pattern) for c in collections),
+            "models": models,
+            "fingerprint": snapshot.fingerprint,
+        }
+        text = json.dumps(described, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     # -- search -------------------------------------------------------------------------
 
@@ -130,24 +161,32 @@ class QmdBackend(Backend):
         timeout = self.settings.timeout_for(mode)
         if request.timeout is not None:
             timeout = max(0.1, min(timeout, request.timeout))
-        raw = parse_items(
-            self._query(mode, request, items, sorted(collections), timeout), backend=self.name
-        )
-        if mode == "search":
-            raw = self._cite(raw, collections, request.query)
+        # QMD ranks each named collection on its own and merges them by score; without
+        # reranking a score is 1/rank, so every collection's first hit would tie at 1.
+        # Vector and hybrid modes search the whole index (all ours) as one ranked list
+        # when every collection is wanted, and drop unknown collections afterwards.
+        every = mode != "search" and set(collections) == set(self._collections)
+        names = [] if every else sorted(collections)
+        raw = parse_items(self._query(mode, request, items, names, timeout), backend=self.name)
+        # QMD's snippet is 300 characters around the first keyword in the chunk with the
+        # most keywords (without a reranker, in every mode): cite runs of lines instead.
+        raw = self._cite(raw, collections, request.query)
+        # Unreranked hybrid: QMD's fused rank (keywords and the vector) orders the
+        # documents, the cited lines' keyword coverage the runs, as in ``search`` mode.
+        keyed = mode == "search" or (mode == "query" and not self.preflight.usable("rerank"))
         hits = to_hits(
             raw,
             collections=collections,
             workspace=self.context.config.workspace_path,
             backend=self.name,
-            scoring=SCORING.get(mode, "qmd"),
+            scoring="coverage" if keyed else SCORING.get(mode, "qmd"),
             side={"search": "text", "vsearch": "vector"}.get(mode),
             line_maps=self._line_maps,
         )
         return BackendResult(
             hits=tuple(hits[: request.candidates]),
             mode=mode,
-            relaxed_min_score=calibrated(RELAXED_COVERAGE) if mode == "search" else 0.0,
+            relaxed_min_score=calibrated(RELAXED_COVERAGE) if keyed else 0.0,
             notes=notes,
         )
 
@@ -185,14 +224,20 @@ class QmdBackend(Backend):
         timeout: float,
     ) -> Any:
         expand = mode == "query" and self.preflight.usable("generate")
-        rerank = mode == "query"
+        rerank = mode == "query" and self.preflight.usable("rerank")
+        if mode != "search" and not rerank and not self._one_ranked_list(collections):
+            # QMD ranks each collection on its own and merges them by score; without the
+            # reranker a score is 1/rank, so every collection's first hit ties at 1. The
+            # CLI's --explain gives each hit's real backend scores: rank by those.
+            return self._explained(request, items, collections, timeout, mode)
         if self.settings.use_mcp:
             arguments: dict[str, Any] = {
-                "collections": collections,
                 "limit": request.candidates,
                 "candidateLimit": _candidate_limit(request),
                 "rerank": rerank,
             }
+            if collections:
+                arguments["collections"] = collections
             if expand:
                 arguments["query"] = _queries.vec_text(request.query)
             else:
@@ -203,7 +248,8 @@ class QmdBackend(Backend):
                 raise BackendError(
                     "qmd mcp query answered without structuredContent", backend=self.name
                 )
-            return structured.get("results")
+            found = structured.get("results")
+            return found if rerank else _rank_scored(found)
         document = _queries.vec_text(request.query) if expand else _queries.typed_document(items)
         args = ["query", "--format", "json", "-n", str(request.candidates)]
         args += ["-C", str(_candidate_limit(request))]
@@ -220,6 +266,51 @@ class QmdBackend(Backend):
                 backend=self.name,
             ) from None
 
+    def _one_ranked_list(self, collections: list[str]) -> bool:
+        """Whether QMD's own unreranked order can be used: the sidecar is on and one
+        collection holds every document searched (``collections``; none: all of them).
+
+        QMD searches each collection on its own (all of its collections when none is
+        named) and fuses the lists by rank, so only then is its order the vectors'. The
+        warm sidecar keeps the model loaded; a ``qmd query`` process per search (the
+        ``--explain`` path) loads it again each time (~4 s on 2 loaded cores).
+        """
+        if not self.settings.use_mcp:
+            return False
+        documents = read_stats(self.runner.index_path).documents
+        searched = collections or list(documents)
+        return sum(1 for name in searched if documents.get(name, 0) > 0) <= 1
+
+    def _explained(
+        self,
+        request: SearchRequest,
+        items: list[dict[str, str]],
+        collections: list[str],
+        timeout: float,
+        mode: str,
+    ) -> list[Any]:
+        """``query --no-rerank --explain``, each hit scored by its backend scores (see
+        :func:`._results.explained_score`) and sorted by them."""
+        args = ["query", "--format", "json", "--no-rerank", "--explain"]
+        args += ["-n", str(request.candidates)]
+        for name in collections:
+            args += ["-c", name]
+        document = _queries.typed_document(items)
+        output = self.runner.run([*args, "--", document], timeout=timeout, abandon=True).stdout
+        try:
+            found = json.loads(output)
+        except ValueError:
+            raise BackendUnavailable(
+                f"qmd query printed something that is not JSON: {output.strip()[:200]!r}",
+                backend=self.name,
+            ) from None
+        if not isinstance(found, list):
+            return found  # type: ignore[no-any-return]  # parse_items reports the shape
+        for item in found:
+            if isinstance(item, dict):
+                item["score"] = explained_score(item.get("explain"), mode)
+        return sorted(found, key=lambda i: -i["score"] if isinstance(i, dict) else 0.0)
+
     # -- sync ---------------------------------------------------------------------------
 
     def sync(
@@ -234,8 +325,15 @@ class QmdBackend(Backend):
 
         QMD indexes the Markdown itself (its chunks and vectors are its own), so the
         snapshot's fingerprint does not apply; ``force`` re-embeds everything.
+
+        Without ``force``, a sync whose files the last update (of any process) indexed as
+        they are, with nothing left to embed, starts no QMD process: a one-shot command's
+        first search would only start an update it then ends.
         """
         started = time.perf_counter()
+        files = self._files(snapshot)
+        if not force and self.cycle.indexed(files, embeds=self.preflight.usable("embed")):
+            return self._already_indexed(snapshot, started)
         progress(done=0, total=2, label="qmd update")
         if snapshot.config.sessions_enabled:
             try:
@@ -246,7 +344,7 @@ class QmdBackend(Backend):
                     backend=self.name,
                 ) from error
             self._line_maps = load_line_maps(self.export_dir)
-        update, embed = self.cycle.run(force=True, embed_force=force)
+        update, embed = self.cycle.run(force=True, embed_force=force, files=files)
         counts = reported_counts(update, self.cycle.take_changes())
         if snapshot.config.sessions_enabled:
             purge_old_redaction(snapshot, self.export_dir, self.cycle.cleanup)
@@ -268,10 +366,28 @@ class QmdBackend(Backend):
             warnings=own_reading(snapshot),
         )
 
+    def _already_indexed(self, snapshot: Snapshot, started: float) -> SyncReport:
+        """The report of a sync that found QMD's index up to date (see :meth:`sync`)."""
+        changes = self.cycle.take_changes()  # what a start-up cycle changed, if anything
+        indexed = sum(read_stats(self.runner.index_path).documents.values())
+        fresh = changes["added"] + changes["updated"]
+        return SyncReport(
+            backend=self.name,
+            added=changes["added"],
+            updated=changes["updated"],
+            removed=changes["removed"],
+            unchanged=max(0, indexed - fresh),
+            chunks=indexed,
+            reason="already indexed: no file changed since the last qmd update",
+            duration_ms=(time.perf_counter() - started) * 1000,
+            warnings=own_reading(snapshot),
+        )
+
     # -- status -------------------------------------------------------------------------
 
     def status(self, *, deep: bool = False) -> BackendStatus:
         """Documents, vectors, the update cycle, the sidecar and the effective mode."""
+        self.cycle.refresh()  # another process may have updated since
         stats = read_stats(self.runner.index_path)
         mode, notes = self.effective_mode(self.settings.search_mode)
         details: dict[str, Any] = {
@@ -284,6 +400,7 @@ class QmdBackend(Backend):
             "effective_mode": mode,
             "mode_notes": list(notes),
             "models": {r: p or "ok" for r, p in self.preflight.problems.items()},
+            "model_note": self.model_note,
             "collections": self._collection_status(stats.documents),
             "vectors": stats.vectors,
             "last_update": self.cycle.last_update.to_dict() if self.cycle.last_update else None,
@@ -358,6 +475,16 @@ def _candidate_limit(request: SearchRequest) -> int:
     """QMD fuses its sub-queries' lists and keeps 40 documents by default; ask for as many
     as the router wants (each ``lex`` list still holds at most 20)."""
     return max(40, request.candidates)
+
+
+def _rank_scored(found: Any) -> Any:
+    """Unreranked MCP results (QMD's fused order, scored ``1/rank``) scored by
+    :func:`._results.rank_score` instead: the order is kept, the scores fall gently."""
+    if isinstance(found, list):
+        for rank, item in enumerate(found, start=1):
+            if isinstance(item, dict):
+                item["score"] = rank_score(rank)
+    return found
 
 
 def own_reading(snapshot: Snapshot) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from memory_router import Snapshot
+from memory_router.kit import Snapshot
 
 HEADER_LINES = 2
 """Lines before the first message line in an export (title and blank line)."""

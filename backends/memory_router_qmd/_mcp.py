@@ -27,7 +27,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory_router import BackendError, BackendTimeout, BackendUnavailable, join_thread, wait_event
+from memory_router import BackendError, BackendTimeout, BackendUnavailable
+from memory_router.kit import join_thread, wait_event
 
 from ._process import HUNG_GRACE_S, QmdRunner, tail, terminate
 

@@ -4,7 +4,7 @@ Every child gets the same environment (per-agent ``XDG_CACHE_HOME``/``XDG_CONFIG
 under the backend's state directory, ``NO_COLOR=1``, ``QMD_FORCE_CPU=1``, no inherited
 ``CI`` — which would disable every model operation — and ``PWD`` equal to a neutral
 working directory, because QMD resolves ``.`` from ``$PWD``). Each child starts under
-:func:`memory_router.spawn_child`, in a process group of its own that dies with this
+:func:`memory_router.kit.spawn_child`, in a process group of its own that dies with this
 process however it ends; a timeout kills the whole group (SIGTERM, a grace period,
 SIGKILL): killing only QMD's launcher would orphan its worker. A query that times out
 is given up on at once and killed on a thread of its own (bounded: SIGTERM,
@@ -23,15 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_router import (
-    BackendError,
-    BackendTimeout,
-    BackendUnavailable,
-    communicate,
-    join_thread,
-    signal_child,
-    spawn_child,
-)
+from memory_router import BackendError, BackendTimeout, BackendUnavailable
+from memory_router.kit import communicate, join_thread, signal_child, spawn_child
 
 from ._locate import QmdCommand
 

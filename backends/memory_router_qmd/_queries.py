@@ -3,7 +3,7 @@
 QMD ANDs every word of a ``lex`` query, so a verbatim question matches almost nothing
 (session recall@10 0.18 on LoCoMo). Keyword mode sends one ``lex`` sub-query per
 keyword, extracted exactly as the built-in keyword-only mode does
-(:func:`memory_router.query_keywords`), and QMD fuses them (0.91). QMD's parser rejects
+(:func:`memory_router.kit.query_keywords`), and QMD fuses them (0.91). QMD's parser rejects
 an unbalanced ``"`` and reads a leading ``-`` as negation, so both are removed; MCP takes
 at most 10 sub-queries.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from memory_router import query_keywords
+from memory_router.kit import query_keywords
 
 MAX_SEARCHES = 10
 _SPACE = re.compile(r"\s+")

@@ -17,9 +17,10 @@ measured against a rank share of 0.1 on LoCoMo (equal) and pydocs (better)), the
 — about a third of the query's weight in the lines shown. A hit holding only a stray word
 of a nonsense query falls under it, a hit holding the rare words is kept; when nothing
 reaches ``min_score``, hits at a raw 0.3 or more (about one keyword in three) are kept
-anyway (:data:`RELAXED_COVERAGE`). ``vsearch`` (no keywords to count) keeps the rank
-factor alone; in ``query`` mode QMD's reranker blend is already in 0–1 and is kept
-(clipped). Hits are returned best first.
+anyway (:data:`RELAXED_COVERAGE`). Unreranked ``query`` is scored the same way (QMD's
+fused rank then mixes keywords and the vector). ``vsearch`` (no keywords to count) keeps
+the rank factor alone or the cosine; a reranked ``query``'s blend is already in 0–1 and
+is kept (clipped). Hits are returned best first.
 """
 
 from __future__ import annotations
@@ -36,7 +37,25 @@ from ._collections import Collection, workspace_path
 from ._export import HEADER_LINES
 
 Scoring = Literal["coverage", "rank", "qmd"]
-SCORING: dict[str, Scoring] = {"search": "coverage", "vsearch": "rank", "query": "qmd"}
+SCORING: dict[str, Scoring] = {"search": "coverage", "vsearch": "qmd", "query": "qmd"}
+VECTOR_WEIGHT = 0.4  # the router's default hybrid weights (docs/configuration.md)
+
+
+def explained_score(explain: Any, mode: str) -> float:
+    """A hit's score from ``--explain``: its best cosine in ``vsearch``; in ``query``
+    without a reranker, ``0.4 × cosine + 0.6 × BM25`` (QMD's 0–1 BM25), the router's
+    default hybrid weights. Comparable across collections, unlike QMD's ``1/rank``."""
+    if not isinstance(explain, dict):
+        return 0.0
+    vector = max(
+        (float(x) for x in explain.get("vectorScores") or [] if x is not None), default=0.0
+    )
+    if mode == "vsearch":
+        return max(0.0, vector)
+    text = max((float(x) for x in explain.get("ftsScores") or [] if x is not None), default=0.0)
+    return max(0.0, VECTOR_WEIGHT * vector + (1 - VECTOR_WEIGHT) * text)
+
+
 _HEADER = re.compile(r"@@ -(\d+),(\d+) @@")
 _LINE_PREFIX = re.compile(r"^\d+: ?")
 

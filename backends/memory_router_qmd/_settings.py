@@ -18,12 +18,15 @@ class QmdModels:
 
     They are written into the index YAML's ``models:`` block. A role left empty keeps
     QMD's ``hf:`` default, which is never used: a mode that needs it degrades instead,
-    because QMD would wait forever on a download.
+    because QMD would wait forever on a download. With ``offline`` (the default) an empty
+    ``embed`` is the offline all-MiniLM-L6-v2, written as GGUF into the state folder when
+    it is installed.
     """
 
     embed: str = ""
     generate: str = ""
     rerank: str = ""
+    offline: bool = True
 
     def __post_init__(self) -> None:
         for role in ("embed", "generate", "rerank"):

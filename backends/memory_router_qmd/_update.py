@@ -7,10 +7,17 @@ Each step has its own timeout. A failed step backs off: ``failure_backoff_s × 2
 at most an hour, reset by a success. Searches never wait for a cycle.
 
 The last ``update`` and ``embed`` outcomes are kept in a small JSON file beside QMD's
-state, so ``status`` in another process (the CLI next to a server) shows them too. What
+state, so ``status`` in another process (the CLI next to a server) shows them too, and
+the timer holds across processes: a cycle (the start-up one included) runs only when the
+last update of any process is ``interval`` old (a failed one: ``failure_backoff`` old),
+so a one-shot command started a minute after the last update starts none. What
 ``update`` changed is also added up until a sync takes it (:meth:`UpdateCycle.take_changes`):
 a sync that ran right after the start-up cycle had built the index reports the files that
 cycle added, not "all unchanged".
+
+A child ended by :meth:`UpdateCycle.close` is not a failure of QMD: nothing is recorded
+for it. A running ``update`` gets :data:`CLOSE_GRACE_S` to finish first (it takes well
+under a second), so a one-shot command that started one does not throw it away.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_router import BackendError, MemoryRouterError, acquire_lock
+from memory_router import BackendError, MemoryRouterError
+from memory_router.kit import acquire_lock, wait_event
 
 from ._process import QmdRunner
 
@@ -36,6 +44,8 @@ _EMBED_DONE = re.compile(r"Done! Embedded (\d+) chunks from (\d+) documents")
 _EMBED_PARTIAL = re.compile(r"(\d+) chunks still failed after retries")
 _MAX_BACKOFF = 3600.0
 _CHANGES = ("added", "updated", "removed")
+CLOSE_GRACE_S = 2.0
+"""How long :meth:`UpdateCycle.close` lets a running ``qmd update`` finish before it is killed."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,8 +53,10 @@ class Outcome:
     """What one ``update`` or ``embed`` did.
 
     ``status``: ``ok``, ``failed``; for embed also ``done``, ``nothing-to-do``, ``busy``,
-    ``partial``, ``skipped``. ``counts`` holds parsed numbers (``added``, ``updated``,
-    ``unchanged``, ``removed`` / ``chunks``, ``documents``, ``failed``).
+    ``partial``, ``skipped``; ``cancelled`` when :meth:`UpdateCycle.close` ended it (never
+    recorded). ``counts`` holds parsed numbers (``added``, ``updated``, ``unchanged``,
+    ``removed`` / ``chunks``, ``documents``, ``failed``). ``files`` is the fingerprint of
+    the memory files a sync's ``update`` indexed (``None`` for a timer's update).
     """
 
     step: str
@@ -53,6 +65,7 @@ class Outcome:
     duration_s: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    files: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +74,7 @@ class Outcome:
             "duration_s": round(self.duration_s, 3),
             "counts": dict(self.counts),
             "error": self.error,
+            **({"files": self.files} if self.files else {}),
         }
 
     @classmethod
@@ -74,6 +88,7 @@ class Outcome:
                 duration_s=float(data["duration_s"]),
                 counts={str(k): int(v) for k, v in data["counts"].items()},
                 error=None if data["error"] is None else str(data["error"]),
+                files=str(data["files"]) if data.get("files") else None,
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -131,7 +146,10 @@ class UpdateCycle:
         self._lock = threading.Lock()
         self._lock_changes = threading.Lock()
         self._generation = 0  # cycles finished
+        self._failure: str | None = None  # why the last cycle of this process failed
         self._stop = threading.Event()
+        self._idle = threading.Event()  # cleared while a `qmd update` runs
+        self._idle.set()
         self._thread: threading.Thread | None = None
 
     def start(self, *, interval: float, on_boot: bool) -> None:
@@ -144,16 +162,50 @@ class UpdateCycle:
         self._thread.start()
 
     def _loop(self, interval: float, on_boot: bool) -> None:
-        if on_boot:
+        wait = self.due_in(interval) if on_boot else interval
+        while (on_boot or interval > 0) and not self._stop.wait(wait):
+            wait = self.due_in(interval)  # another process may have updated meanwhile
+            if wait > 0:
+                continue
             self._quietly()
-        while interval > 0 and not self._stop.wait(interval):
-            self._quietly()
+            on_boot = False
+            wait = interval
+
+    def due_in(self, interval: float) -> float:
+        """Seconds until a timer cycle is due: ``interval`` after the last update of any
+        process (``failure_backoff`` after a failed one), ``0`` when none is known."""
+        self.refresh()
+        last = self.last_update
+        if last is None:
+            return 0.0
+        age = (datetime.now(UTC) - last.at).total_seconds()
+        wait = self.failure_backoff if last.status == "failed" else interval
+        return max(0.0, wait - age) if interval > 0 else 0.0
+
+    def refresh(self) -> None:
+        """Take the outcomes another process recorded since, when they are newer."""
+        update, embed = _load(self.record)
+        if update is not None and (self.last_update is None or update.at > self.last_update.at):
+            self.last_update = update
+        if embed is not None and (self.last_embed is None or embed.at > self.last_embed.at):
+            self.last_embed = embed
+
+    def indexed(self, files: str, *, embeds: bool) -> bool:
+        """Whether the last update (of any process) indexed exactly ``files`` and nothing
+        is left to embed: a sync may then skip QMD. ``embeds``: whether embed would run."""
+        self.refresh()
+        update, embed = self.last_update, self.last_embed
+        if update is None or update.status != "ok" or update.files != files:
+            return False
+        if not embeds:
+            return True
+        return embed is not None and embed.status in ("done", "nothing-to-do")
 
     def _quietly(self) -> None:
         # Failures are recorded in last_update / last_embed for status; nothing may end
         # the background loop, or the index would silently stop following the files.
         try:
-            self.run(force=False)
+            self._run(force=False, embed_force=False, files=None, timer=True)
         except MemoryRouterError:
             pass
         except Exception as error:
@@ -161,33 +213,57 @@ class UpdateCycle:
                 step="update", status="failed", at=datetime.now(UTC), error=repr(error)
             )
 
-    def run(self, *, force: bool, embed_force: bool = False) -> tuple[Outcome, Outcome]:
+    def run(
+        self, *, force: bool, embed_force: bool = False, files: str | None = None
+    ) -> tuple[Outcome, Outcome]:
         """One cycle; ``force`` ignores failure backoff. Raises when ``update`` fails.
 
-        A call that finds a cycle running waits for it; if that cycle's ``update`` failed,
-        the call fails with it at once instead of giving a sick QMD a second full timeout.
-        So does a call made less than ``failure_backoff`` seconds after a QMD call hung
-        (``force`` or not): one hung call is enough to know.
+        A call that finds a cycle running waits for it; if that cycle failed (its
+        ``update``, or any call of it hung: a hung ``embed`` too), the call fails with it at
+        once instead of giving a sick QMD a second full timeout. So does a call made less
+        than ``failure_backoff`` seconds after a QMD call hung (``force`` or not): one hung
+        call is enough to know. ``files``: the fingerprint of the memory files a sync's
+        update indexes (see :meth:`indexed`).
         """
-        hung = self.runner.recent_hang(self.failure_backoff)
-        if hung is not None:
-            raise BackendError(f"qmd update not started: {hung}", backend=self.runner.backend)
+        outcomes = self._run(force=force, embed_force=embed_force, files=files, timer=False)
+        assert outcomes is not None  # only a timer's cycle is skipped
+        return outcomes
+
+    def _run(
+        self, *, force: bool, embed_force: bool, files: str | None, timer: bool
+    ) -> tuple[Outcome, Outcome] | None:
+        """:meth:`run`; a ``timer`` cycle that waited for another one does not run
+        (``None``): that one has just brought the index up to date."""
+        self._refuse_after_hang()
         if not self._lock.acquire(blocking=False):
             generation = self._generation
             acquire_lock(self._lock)
-            failed = self.last_update
-            if generation != self._generation and failed and failed.status == "failed":
+            try:
+                if generation != self._generation:
+                    self._refuse_after_hang()
+                    if self._failure is not None:
+                        raise BackendError(self._failure, backend=self.runner.backend)
+                    if timer:
+                        self._lock.release()
+                        return None
+            except BaseException:
                 self._lock.release()
-                raise BackendError(
-                    f"qmd update failed: {failed.error}", backend=self.runner.backend
-                )
+                raise
         try:
-            return self._cycle(force=force, embed_force=embed_force)
+            return self._cycle(force=force, embed_force=embed_force, files=files)
         finally:
             self._generation += 1
             self._lock.release()
 
-    def _cycle(self, *, force: bool, embed_force: bool) -> tuple[Outcome, Outcome]:
+    def _refuse_after_hang(self) -> None:
+        hung = self.runner.recent_hang(self.failure_backoff)
+        if hung is not None:
+            raise BackendError(f"qmd update not started: {hung}", backend=self.runner.backend)
+
+    def _cycle(
+        self, *, force: bool, embed_force: bool, files: str | None
+    ) -> tuple[Outcome, Outcome]:
+        self._failure = None
         if self._stop.is_set():
             raise BackendError("backend is closed", backend=self.runner.backend)
         try:
@@ -196,9 +272,18 @@ class UpdateCycle:
             raise BackendError(
                 f"cannot write QMD's index configuration: {error}", backend=self.runner.backend
             ) from error
-        update = self._step("update", ["update"], self.update_timeout, force=force)
+        self._idle.clear()
+        try:
+            update = self._step("update", ["update"], self.update_timeout, force=force, files=files)
+        finally:
+            self._idle.set()
+        if update.status == "cancelled":
+            raise BackendError(
+                "qmd update stopped: the backend closed", backend=self.runner.backend
+            )
         if update.status == "failed":
-            raise BackendError(f"qmd update failed: {update.error}", backend=self.runner.backend)
+            self._failure = f"qmd update failed: {update.error}"
+            raise BackendError(self._failure, backend=self.runner.backend)
         embed = self._embed(force=force, embed_force=embed_force)
         return update, embed
 
@@ -208,6 +293,8 @@ class UpdateCycle:
             self.runner.run(["cleanup"], timeout=self.update_timeout)
 
     def _embed(self, *, force: bool, embed_force: bool) -> Outcome:
+        if self._stop.is_set():  # closing after a finished update: no embed to throw away
+            return Outcome(step="embed", status="cancelled", at=datetime.now(UTC))
         if not self.can_embed():
             outcome = Outcome(
                 step="embed", status="skipped", at=datetime.now(UTC), error="no embedding model"
@@ -220,7 +307,9 @@ class UpdateCycle:
         args = ["embed", "--timeout", str(minutes), *(["-f"] if embed_force else [])]
         return self._step("embed", args, self.embed_timeout, force=force)
 
-    def _step(self, step: str, args: list[str], timeout: float, *, force: bool) -> Outcome:
+    def _step(
+        self, step: str, args: list[str], timeout: float, *, force: bool, files: str | None = None
+    ) -> Outcome:
         now = time.monotonic()
         if not force and now < self._retry_at[step]:
             previous = self.last_update if step == "update" else self.last_embed
@@ -234,6 +323,10 @@ class UpdateCycle:
         try:
             result = self.runner.run(args, timeout=timeout)
         except MemoryRouterError as error:
+            if self._stop.is_set():  # ended by close(): not QMD's failure, nothing recorded
+                return Outcome(
+                    step=step, status="cancelled", at=datetime.now(UTC), error=error.message
+                )
             self._failures[step] += 1
             delay = self.failure_backoff * 2 ** (self._failures[step] - 1)
             self._retry_at[step] = time.monotonic() + min(_MAX_BACKOFF, delay)
@@ -249,6 +342,8 @@ class UpdateCycle:
         self._retry_at[step] = 0.0
         text = result.stdout + "\n" + result.stderr
         status, counts = ("ok", parse_indexed(text)) if step == "update" else parse_embed(text)
+        if step == "update" and files is None:
+            files = self._files_kept(counts)
         return self._record(
             Outcome(
                 step=step,
@@ -256,8 +351,17 @@ class UpdateCycle:
                 at=datetime.now(UTC),
                 duration_s=result.elapsed,
                 counts=counts,
+                files=files if step == "update" else None,
             )
         )
+
+    def _files_kept(self, counts: dict[str, int]) -> str | None:
+        """A timer's update that changed nothing leaves the index as the last sync's update
+        made it: that update's file fingerprint still holds."""
+        last = self.last_update
+        if last is None or last.status != "ok" or any(counts.get(k, 0) for k in _CHANGES):
+            return None
+        return last.files
 
     def take_changes(self) -> dict[str, int]:
         """Files ``update`` added, updated and removed since the last call (any cycle's)."""
@@ -278,9 +382,13 @@ class UpdateCycle:
         return outcome
 
     def close(self) -> None:
-        """Stop the timer; a running step is killed by the runner's ``kill_all``."""
+        """Stop the timer; a running ``update`` gets :data:`CLOSE_GRACE_S` to finish, then
+        every running step is killed by the runner's ``kill_all``."""
         self._stop.set()
-        self.runner.kill_all()
+        try:
+            wait_event(self._idle, CLOSE_GRACE_S)
+        finally:
+            self.runner.kill_all()
         if self._thread is not None:
             self._thread.join(timeout=10)
 

@@ -2,41 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
 from memory_router import (
-    Backend,
-    BackendContext,
-    BackendResult,
     BackendStatus,
     Category,
-    Chunk,
     EmbeddingError,
     Entry,
     Hit,
     MemoryRouterError,
     NotFound,
     Progress,
+    SyncReport,
+    no_progress,
+)
+from memory_router.kit import (
+    Backend,
+    BackendContext,
+    BackendResult,
+    Chunk,
     SearchRequest,
     Snapshot,
     Staging,
-    SyncReport,
+    SyncTally,
     fuse_chunks,
     keyword_chunks,
-    no_progress,
+    vectors_footprint,
 )
 
 from . import _search
-from ._damage import is_corruption, remove_index_files
-from ._db import choose_driver, read_meta, table_exists, translate, vec_dims
-from ._search import Row, Scope
+from ._damage import remove_index_files
+from ._db import choose_driver, read_meta, table_exists, vec_dims
+from ._parallel import alone, searching
+from ._search import Halves, Row, Scope
 from ._settings import SqliteSettings
 from ._store import Store, remove_db
 from ._sync import sync_store
-from ._transfer import SqliteStaging, export_chunks, import_chunks
+from ._transfer import SqliteStaging, export_chunks
 
 FTS_ONLY = "fts-only"
 
@@ -69,51 +74,49 @@ class SqliteBackend(Backend):
     def sync(
         self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
     ) -> SyncReport:
-        try:
+        tally = SyncTally(self.name, self.context.embedder)
+        with self.store.translating("sync"):
             self.store.heal()
-            report = sync_store(
+            chunks, reason = sync_store(
                 self.store,
                 snapshot,
+                tally,
                 embedder=self.context.embedder,
                 force=force,
                 progress=progress,
             )
-        except MemoryRouterError:
-            raise
-        except Exception as error:  # sqlite3/sqlean errors and OSError from the swap
-            raise self._translate(error, "sync") from error
-        healed = self.store.take_healed()
-        return replace(report, reason=healed, full_rebuild=True) if healed else report
-
-    def _translate(self, error: Exception, doing: str) -> MemoryRouterError:
-        """``error`` translated; a corrupt file is flagged so the next sync heals it."""
-        if is_corruption(error):
-            self.store.flag_damaged(f"{doing} failed: {error}")
-            return self.store.damaged_error()
-        return translate(error, backend=self.name, doing=doing)
+        # A healed file was rebuilt from nothing: say why, rather than "no index yet".
+        return tally.report(chunks=chunks, reason=self.store.take_healed() or reason)
 
     # -- search -------------------------------------------------------------------------
 
     def search(self, request: SearchRequest) -> BackendResult:
-        try:
-            with self.store.reader() as conn:
-                return self._search(conn, request)
-        except MemoryRouterError:
-            raise
-        except Exception as error:
-            raise self._translate(error, "search") from error
+        with self.store.translating("search"), searching(), self.store.reader() as conn:
+            # A large index is ranked in two halves side by side while no other search
+            # runs in this process (then the other core is free; see ._parallel).
+            middle = self.store.fts_middle(conn) if alone() else None
+            if middle is None:
+                result = self._search(conn, request, None)
+            else:
+                with self.store.reader() as other:
+                    result = self._search(conn, request, Halves(middle, other))
+        if self.store.read_only is None:
+            return result
+        note = f"{self.name}: {self.store.read_only[0]}: answered from the index as it is"
+        return replace(result, notes=(*result.notes, note))
 
-    def _scope(self, conn: Any, request: SearchRequest) -> Scope:
+    def _scope(self, conn: Any, request: SearchRequest, halves: Halves | None) -> Scope:
         return Scope(
             model=self.model,
             filter_model=self.store.models(conn) != {self.model},
             sources=request.sources,
             limit=request.candidates,
             trigram=self.settings.fts_tokenizer == "trigram",
+            halves=halves,
         )
 
-    def _search(self, conn: Any, request: SearchRequest) -> BackendResult:
-        scope = self._scope(conn, request)
+    def _search(self, conn: Any, request: SearchRequest, halves: Halves | None) -> BackendResult:
+        scope = self._scope(conn, request, halves)
         has_fts = table_exists(conn, "chunks_fts")
         if self.context.embedder is None or request.mode == "keyword":
             if not has_fts:
@@ -126,16 +129,13 @@ class SqliteBackend(Backend):
             note = f"query embedding failed, keyword-only answer: {error.message}"
             return BackendResult(hits=result.hits if result else (), mode="keyword", notes=(note,))
         hybrid = self.context.config.query.hybrid
-        vector: dict[str, Row] = {}
-        if query_vector.any():
-            use_vec = self._use_vec(conn, len(query_vector))
-            matrix = None if use_vec else self.store.matrix(conn, self.model)
-            vector = _search.vector_rows(conn, scope, query_vector, use_vec=use_vec, matrix=matrix)
         if not hybrid.enabled or not has_fts or request.mode == "vector":
+            vector = self._vector_leg(conn, scope, query_vector, {})
             only = [self._hit(r, vector_score=r.score) for r in vector.values()]
             return BackendResult(hits=tuple(self._with_entries(conn, only)), mode="vector")
         keyword_side = _search.keyword_or if hybrid.keyword_query == "or" else _search.keyword_and
         keyword = keyword_side(conn, scope, request.query)
+        vector = self._vector_leg(conn, scope, query_vector, keyword)
         hits = fuse_chunks(
             hybrid,
             vector,
@@ -150,6 +150,18 @@ class SqliteBackend(Backend):
             relaxed_min_score=hybrid.text_weight,
         )
 
+    def _vector_leg(
+        self, conn: Any, scope: Scope, query_vector: Any, known: Mapping[str, Row]
+    ) -> dict[str, Row]:
+        """The vector leg (empty for a zero vector); rows in ``known`` are not read again."""
+        if not query_vector.any():
+            return {}
+        use_vec = self._use_vec(conn, len(query_vector))
+        matrix = None if use_vec else self.store.matrix(conn, self.model)
+        return _search.vector_rows(
+            conn, scope, query_vector, use_vec=use_vec, matrix=matrix, known=known
+        )
+
     def _use_vec(self, conn: Any, dims: int) -> bool:
         """Whether to answer the vector side with sqlite-vec KNN (see :class:`SqliteSettings`)."""
         mode = self.settings.vector_search
@@ -157,7 +169,7 @@ class SqliteBackend(Backend):
             return False
         if mode == "sqlite-vec":
             return True
-        needed = self.store.vector_count(conn, self.model) * dims * 4
+        needed = vectors_footprint(self.store.vector_count(conn, self.model), dims)
         return needed > self.settings.memory_budget_mb * 2**20
 
     def _keyword_only(self, conn: Any, scope: Scope, query: str) -> BackendResult:
@@ -203,21 +215,18 @@ class SqliteBackend(Backend):
     # -- status, close, transfer --------------------------------------------------------
 
     def status(self, *, deep: bool = False) -> BackendStatus:
-        if self.store.damage is not None:
-            error = self.store.damaged_error()
-            return BackendStatus(
-                name=self.name, available=False, error=f"{error.message}; {error.hint}"
-            )
+        """Counts, and with ``deep`` the driver, vector path and meta. A damaged file is
+        unavailable with the way out (``message; hint``), as is any other failure."""
         try:
-            with self.store.reader() as conn:
+            with self.store.translating("status"), self.store.reader() as conn:
                 files = int(conn.execute("SELECT COUNT(*) FROM files").fetchone()[0])
                 chunks = int(conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
                 details = self._details(conn) if deep else {"path": str(self.path)}
         except MemoryRouterError as error:
-            return BackendStatus(name=self.name, available=False, error=error.message)
-        except Exception as error:
-            message = translate(error, backend=self.name, doing="status").message
-            return BackendStatus(name=self.name, available=False, error=message)
+            shown = f"{error.message}; {error.hint}" if error.hint else error.message
+            return BackendStatus(name=self.name, available=False, error=shown)
+        if self.store.read_only is not None:
+            details["read_only"] = f"{self.store.read_only[0]} ({self.store.read_only[1]})"
         return BackendStatus(
             name=self.name, available=True, files=files, chunks=chunks, details=details
         )
@@ -255,23 +264,15 @@ class SqliteBackend(Backend):
 
     def reset(self) -> list[str]:
         self.store.close()
-        return [str(p) for p in remove_index_files(self.path)]
+        with self.store.translating("reset", heal=False):
+            return [str(p) for p in remove_index_files(self.path)]
 
     def export_chunks(self) -> Iterator[Chunk]:
-        with self.store.reader() as conn:
+        with self.store.translating("export"), self.store.reader() as conn:
             yield from export_chunks(conn)
 
-    def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
-        try:
-            self.store.heal()
-            return import_chunks(self.store, chunks, fingerprint=fingerprint)
-        except MemoryRouterError:
-            raise
-        except Exception as error:
-            raise translate(error, backend=self.name, doing="import") from error
-
     def index_fingerprint(self) -> Mapping[str, Any] | None:
-        with self.store.reader() as conn:
+        with self.store.translating("fingerprint"), self.store.reader() as conn:
             meta = read_meta(conn)
         if meta is not None:
             meta.pop("ftsTokenizer", None)
@@ -281,14 +282,10 @@ class SqliteBackend(Backend):
         path = self.path.with_name(f"{self.path.name}.migrating")
         if resume and not path.exists():
             raise NotFound(f"no interrupted migration into {path}", key=str(path))
-        if not resume:
-            remove_db(path)
-        try:
+        with self.store.translating("staging", heal=False):  # errors of the copy's file
+            if not resume:
+                remove_db(path)
             return SqliteStaging(self.store, path, fingerprint)
-        except MemoryRouterError:
-            raise
-        except Exception as error:
-            raise translate(error, backend=self.name, doing="staging") from error
 
 
 def _attach(hit: Hit, entry: Entry | None) -> Hit:

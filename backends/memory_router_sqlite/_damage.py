@@ -1,82 +1,33 @@
-"""Finding a damaged index file, moving it aside, and cleaning up after killed rebuilds.
+"""Finding a damaged index file and moving it aside.
 
 The index is derived data: when :func:`diagnose` finds it damaged (not a SQLite file, a
 truncated or corrupt one, a directory in its place, missing tables, rows that disagree,
 a vector table of the wrong size), :func:`move_aside` renames it (and its ``-wal`` /
 ``-shm``) to ``<name>.damaged-<UTC time>`` and the next sync rebuilds it from the Markdown
 and the embedding cache. The last :data:`KEEP_DAMAGED` damaged copies are kept for a
-post-mortem; nothing else is deleted.
-
-``<name>.lock`` is held (``flock``) by every process that rebuilds or heals the index, so a
-process that finds it free knows that the ``.tmp-*`` files beside the index belong to
-nobody and can be removed.
+post-mortem; nothing else is deleted. The locks, and what killed rebuilds and swaps leave
+behind, live in :mod:`._files`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import stat
 import struct
-import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ._db import Connection, Driver, connect, read_meta, table_exists, vec_dims
+from ._files import SUFFIXES
 
 MAGIC = b"SQLite format 3\x00"
 KEEP_DAMAGED = 3
 QUICK_CHECK_MAX_BYTES = 64 * 2**20  # a full page walk above this costs more than it is worth
 MARKER = ".damaged"
-_SUFFIXES = ("", "-wal", "-shm", "-journal")
 _REQUIRED = ((1, "meta"), (1, "files"), (1, "chunks"), (2, "entries"))
 CORRUPT_MARKERS = ("not a database", "malformed", "file is encrypted", "disk image")
-
-
-def lock_path(path: Path) -> Path:
-    return path.with_name(f"{path.name}.lock")
-
-
-@contextlib.contextmanager
-def index_lock(path: Path, *, wait_s: float) -> Iterator[bool]:
-    """Hold ``<index>.lock`` exclusively; yields whether it was taken within ``wait_s``."""
-    fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(0.05)
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-def remove_orphans(path: Path) -> list[Path]:
-    """Delete ``<index>.tmp-*`` files when no process holds the index lock; the removed ones."""
-    temps = list(path.parent.glob(f"{path.name}.tmp-*"))
-    if not temps:
-        return []
-    removed = []
-    with index_lock(path, wait_s=0) as free:
-        if not free:
-            return []
-        for temp in temps:
-            with contextlib.suppress(OSError):
-                temp.unlink()
-                removed.append(temp)
-    return removed
 
 
 def mark_damaged(path: Path, reason: str) -> None:
@@ -92,13 +43,18 @@ def is_corruption(error: BaseException) -> bool:
 
 
 def diagnose(
-    path: Path, driver: Driver, *, busy_timeout_ms: int, indexed: bool = True
+    path: Path,
+    driver: Driver,
+    *,
+    busy_timeout_ms: int,
+    indexed: bool = True,
+    read_only: bool = False,
 ) -> str | None:
     """Why the index at ``path`` cannot be trusted, or ``None`` when it looks sound.
 
     A missing or empty file is not damage (it is simply not built yet). ``indexed =
     False`` (a migration's staging copy, whose full-text table is filled only at the
-    end) skips the full-text row count.
+    end) skips the full-text row count. ``read_only``: the folder cannot be written.
     """
     marker = Path(f"{path}{MARKER}")
     if marker.exists():
@@ -115,7 +71,7 @@ def diagnose(
     if info.st_size == 0:
         return None
     header = None if _has_log(path) else _header_damage(path, info.st_size)
-    return header or _content_damage(path, driver, busy_timeout_ms, indexed)
+    return header or _content_damage(path, driver, busy_timeout_ms, indexed, read_only)
 
 
 def _has_log(path: Path) -> bool:
@@ -150,9 +106,13 @@ def _header_damage(path: Path, size: int) -> str | None:
     return None
 
 
-def _content_damage(path: Path, driver: Driver, busy_timeout_ms: int, indexed: bool) -> str | None:
+def _content_damage(
+    path: Path, driver: Driver, busy_timeout_ms: int, indexed: bool, read_only: bool
+) -> str | None:
     try:
-        conn = connect(driver, path, busy_timeout_ms=busy_timeout_ms, create=False)
+        conn = connect(
+            driver, path, busy_timeout_ms=busy_timeout_ms, create=False, read_only=read_only
+        )
     except Exception as error:
         return f"cannot open: {error}" if is_corruption(error) else None
     try:
@@ -214,7 +174,7 @@ def move_aside(path: Path) -> Path:
     """Rename the damaged index (and companions) to ``<name>.damaged-<time>``; prune old copies."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     target = path.with_name(f"{path.name}.damaged-{stamp}")
-    for suffix in _SUFFIXES:
+    for suffix in SUFFIXES:
         with contextlib.suppress(FileNotFoundError):
             os.replace(f"{path}{suffix}", f"{target}{suffix}")
     Path(f"{path}{MARKER}").unlink(missing_ok=True)
@@ -229,7 +189,7 @@ def _prune(path: Path) -> None:
         if not p.name.endswith(("-wal", "-shm", "-journal"))
     )
     for old in copies[:-KEEP_DAMAGED]:
-        for suffix in _SUFFIXES:
+        for suffix in SUFFIXES:
             target = Path(f"{old}{suffix}")
             if target.is_dir() and not target.is_symlink():
                 _remove_tree(target)
@@ -259,7 +219,8 @@ def unwritable_hint(folder: Path, error: OSError) -> str:
 def remove_index_files(path: Path) -> list[Path]:
     """Delete the index and everything this module keeps beside it; the paths removed."""
     patterns = (
-        *("", "-wal", "-shm", ".lock", MARKER, ".tmp-*", ".backup-*", ".damaged-*"),
+        *("", "-wal", "-shm", ".lock", ".swap", ".swap-next", MARKER, ".tmp-*", ".backup-*"),
+        ".damaged-*",
         ".migrating*",  # a migration's copy (and its -wal, -shm)
     )
     removed = []

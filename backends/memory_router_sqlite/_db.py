@@ -79,13 +79,21 @@ def _load_vec(conn: Connection, path: str) -> None:
 
 
 def connect(
-    driver: Driver, path: Path | str, *, busy_timeout_ms: int, create: bool = True
+    driver: Driver,
+    path: Path | str,
+    *,
+    busy_timeout_ms: int,
+    create: bool = True,
+    read_only: bool = False,
 ) -> Connection:
     """A connection in WAL mode with a busy timeout and sqlite-vec loaded when available.
 
     ``create = False`` (readers) never creates the file: a reader that arrives while a
     rebuilt index is being swapped in fails to open instead of creating an empty one.
+    ``read_only`` (an index in a folder that cannot be written) never writes anything.
     """
+    if read_only:
+        return _connect_read_only(driver, path, busy_timeout_ms)
     target = str(path) if create else f"file:{urllib.parse.quote(str(path))}?mode=rw"
     conn = driver.module.connect(
         target,
@@ -104,6 +112,36 @@ def connect(
         conn.close()
         raise
     return conn
+
+
+def _connect_read_only(driver: Driver, path: Path | str, busy_timeout_ms: int) -> Connection:
+    """A connection that writes nothing, not even a ``-shm``.
+
+    SQLite reads a WAL index read-only only while its ``-shm`` exists (another process
+    has it open); otherwise — the usual state once the last connection closed — the file
+    is opened as immutable, which is what it is in a folder nobody can write.
+    """
+    quoted = urllib.parse.quote(str(path))
+    failure: Exception | None = None
+    for params in ("mode=ro", "immutable=1"):
+        conn = driver.module.connect(
+            f"file:{quoted}?{params}",
+            check_same_thread=False,
+            timeout=busy_timeout_ms / 1000,
+            isolation_level=None,
+            uri=True,
+        )
+        try:
+            if driver.vector_path:
+                _load_vec(conn, driver.vector_path)
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+            return conn
+        except Exception as error:
+            conn.close()
+            failure = error
+    assert failure is not None
+    raise failure
 
 
 @contextlib.contextmanager

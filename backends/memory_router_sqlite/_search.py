@@ -7,11 +7,11 @@ keyword helpers, and ``LIKE`` patterns are escaped, so no query text is parsed a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from memory_router import (
+from memory_router.kit import (
     ScoredChunk,
     bm25_to_score,
     build_match_query,
@@ -21,6 +21,7 @@ from memory_router import (
 )
 
 from ._db import Connection
+from ._parallel import share
 from ._vectors import Matrix, encode
 
 if TYPE_CHECKING:
@@ -40,12 +41,22 @@ def query_tokens(query: str) -> list[str]:
 Row = ScoredChunk  # a candidate chunk and one side's score in [0, 1]
 
 
+@dataclass(frozen=True, slots=True)
+class Halves:
+    """A large full-text index searched as two rowid ranges side by side: rows up to
+    ``middle`` on the search's own connection, the rest on ``other``."""
+
+    middle: int
+    other: Connection
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Scope:
     """Which chunks a query may return: the current model, optional sources, a limit.
 
     ``filter_model = False`` when every stored chunk has the current model: the filter
-    then only costs time (a column lookup per FTS match).
+    then only costs time (a column lookup per FTS match). ``halves``: how a ranked
+    full-text query may be split over two cores (``None``: it is not).
     """
 
     model: str
@@ -53,6 +64,7 @@ class Scope:
     limit: int
     trigram: bool = False
     filter_model: bool = True
+    halves: Halves | None = None
 
     def where(self, prefix: str = "") -> tuple[str, list[object]]:
         sql = f"{prefix}model = ?" if self.filter_model else "1"
@@ -91,16 +103,57 @@ def _run(
     if not conditions:
         return {}
     where, extra = scope.where()
+    ranked = _ranked(conn, scope, " AND ".join([*conditions, where]), [*params, *extra], match)
+    return _by_rowid(conn, ranked)
+
+
+def _ranked(
+    conn: Connection, scope: Scope, where: str, params: list[object], match: str | None
+) -> list[tuple[int, float]]:
+    """``(rowid, bm25)`` of the best ``scope.limit`` rows, best first.
+
+    Only rowids and ranks are sorted: the columns of the few rows kept are read after
+    (:func:`_by_rowid`), not carried through the sort for every match. With
+    ``scope.halves`` the two rowid ranges are ranked side by side and merged (BM25 takes
+    its statistics from the whole index, so the halves' ranks compare).
+    """
     rank = "bm25(chunks_fts)" if match else "0"
-    sql = (
-        f"SELECT {_COLUMNS}, {rank} AS rank FROM chunks_fts WHERE {' AND '.join(conditions)}"
-        f" AND {where} ORDER BY rank LIMIT ?"
+    sql = f"SELECT rowid, {rank} AS r FROM chunks_fts WHERE {where}"
+    order = " ORDER BY r, rowid LIMIT ?"
+    halves = scope.halves if match else None
+    if halves is None:
+        rows = conn.execute(sql + order, [*params, scope.limit]).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+    low, high = f"{sql} AND rowid <= ?{order}", f"{sql} AND rowid > ?{order}"
+    args = [*params, halves.middle, scope.limit]
+    parts = share(
+        [
+            lambda: conn.execute(low, args).fetchall(),
+            lambda: halves.other.execute(high, args).fetchall(),
+        ]
     )
-    rows = conn.execute(sql, [*params, *extra, scope.limit]).fetchall()
-    return {
-        r[0]: Row(r[0], r[1], r[2], int(r[3]), int(r[4]), r[5], bm25_to_score(float(r[6])))
-        for r in rows
+    merged = sorted((float(r[1]), int(r[0])) for part in parts for r in part)
+    return [(rowid, rank_) for rank_, rowid in merged[: scope.limit]]
+
+
+def _by_rowid(conn: Connection, ranked: list[tuple[int, float]]) -> dict[str, Row]:
+    """The full-text rows of ``ranked`` (those still there) by chunk id, in its order,
+    each scored by its BM25 rank."""
+    if not ranked:
+        return {}
+    marks = ",".join("?" * len(ranked))
+    rows = {
+        int(r[0]): r
+        for r in conn.execute(
+            f"SELECT rowid, {_COLUMNS} FROM chunks_fts WHERE rowid IN ({marks})",
+            [rowid for rowid, _ in ranked],
+        )
     }
+    found = {}
+    for rowid, rank in ranked:
+        if (r := rows.get(rowid)) is not None:
+            found[r[1]] = Row(r[1], r[2], r[3], int(r[4]), int(r[5]), r[6], bm25_to_score(rank))
+    return found
 
 
 def keyword_and(conn: Connection, scope: Scope, query: str) -> dict[str, Row]:
@@ -164,20 +217,29 @@ def keyword_reference(conn: Connection, scope: Scope, query: str) -> dict[str, R
 
 
 def vector_rows(
-    conn: Connection, scope: Scope, query: Vector, *, use_vec: bool, matrix: Matrix | None
+    conn: Connection,
+    scope: Scope,
+    query: Vector,
+    *,
+    use_vec: bool,
+    matrix: Matrix | None,
+    known: Mapping[str, Row] | None = None,
 ) -> dict[str, Row]:
     """Nearest chunks by cosine similarity (score = 1 − cosine distance).
 
     sqlite-vec KNN when ``use_vec`` (``chunks_vec`` holds vectors of the query's size);
-    otherwise exact search over ``matrix`` (the current model's vectors in memory).
+    otherwise search over ``matrix`` (the current model's vectors in memory), reading
+    only the rows ``known`` (the keyword leg's, by id) does not hold.
     """
     if use_vec:
         return _knn(conn, scope, query)
     if matrix is None:
         return {}
+    known = known or {}
     best = matrix.top(query, scope.limit, scope.sources)
-    details = _details(conn, [i for i, _ in best])
-    return {i: replace(details[i], score=s) for i, s in best if i in details}
+    details = _details(conn, [i for i, _ in best if i not in known])
+    rows = {i: known.get(i) or details.get(i) for i, _ in best}
+    return {i: replace(row, score=s) for i, s in best if (row := rows[i]) is not None}
 
 
 def _knn(conn: Connection, scope: Scope, query: Vector) -> dict[str, Row]:

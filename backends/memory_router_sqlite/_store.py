@@ -3,6 +3,14 @@
 Searches run on reader connections (WAL lets them proceed while a sync writes); a full
 rebuild swaps a new file into place, after which every reader is reopened. :meth:`close`
 closes them all, so the file can be moved or deleted afterwards.
+
+An index in a folder that cannot be written (a read-only mount, a folder of another
+user) is opened read-only (:attr:`Store.read_only`): searches answer from it as it is,
+and every write (a sync, an import) is refused with what to do.
+
+Other processes may swap the file too. Connections are opened and closed only under the
+swap lock of :mod:`._files` (shared), and the file is renamed only under it (exclusive),
+so no process ever opens or closes a connection halfway through another's swap.
 """
 
 from __future__ import annotations
@@ -15,17 +23,33 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from memory_router import BackendUnavailable, acquire_lock
+from memory_router import BackendUnavailable, MemoryRouterError
+from memory_router.kit import acquire_lock
 
-from ._damage import diagnose, index_lock, mark_damaged, move_aside, remove_orphans, unwritable_hint
-from ._db import Connection, Driver, connect, ensure_fts, migrate, table_exists, vec_dims
+from ._damage import diagnose, is_corruption, mark_damaged, move_aside, unwritable_hint
+from ._db import (
+    Connection,
+    Driver,
+    connect,
+    ensure_fts,
+    migrate,
+    table_exists,
+    translate,
+    vec_dims,
+)
+from ._files import SUFFIXES, index_lock, recover, swap_lock, swap_lock_path, swap_next_path
+from ._files import remove_db as remove_db  # where the backend's modules import it from
 from ._vectors import Matrix
 
-_SUFFIXES = ("", "-wal", "-shm", "-journal")
-_SIDE = ("-wal", "-shm", "-journal")
 # Gate waits re-check in slices, so a main thread waiting here still sees Ctrl-C (as
 # memory_router's wait helpers do: the kernel may give the signal to another thread).
 _GATE_SLICE_S = 0.1
+# The swap lock is held for a few renames, or while another process opens a connection
+# (its migrations wait up to busy_timeout_ms for SQLite's own write lock).
+_MIN_SWAP_WAIT_S = 10.0
+HALVES_ROWS = 20_000
+"""Chunks from which a ranked full-text query is split in two rowid halves (below, one
+query takes a few milliseconds at most and splitting would only add its overhead)."""
 
 
 class Store:
@@ -60,17 +84,31 @@ class Store:
         self._models: frozenset[str] | None = None
         self._matrix: tuple[str, Matrix] | None = None
         self._counts: tuple[int, str, int] | None = None
+        self._middle: tuple[int, int | None] | None = None  # version, rowid
         self._version = 0
         self.schema_version = 0
-        self._make_folder()
-        recover(self.path)
+        self.swap_wait_s = max(_MIN_SWAP_WAIT_S, 2 * busy_timeout_ms / 1000)
+        # Why the folder cannot be written, and what to do, for an index still readable.
+        self.read_only: tuple[str, str] | None = self._make_folder()
+        if self.read_only is None:
+            recover(self.path, wait_s=self.swap_wait_s)
         self._inode: int | None = None
-        # Found on open, healed by the next write (sync); reads refuse a damaged file.
-        self.damage = diagnose(path, driver, busy_timeout_ms=busy_timeout_ms, indexed=indexed)
         self.healed: str | None = None
-        self.writer: Connection = None if self.damage else self._open_writer()
+        with self._files():
+            # Found on open, healed by the next write (sync); reads refuse a damaged file.
+            self.damage = diagnose(
+                path,
+                driver,
+                busy_timeout_ms=busy_timeout_ms,
+                indexed=indexed,
+                read_only=self.read_only is not None,
+            )
+            writable = self.damage is None and self.read_only is None
+            self.writer: Connection = self._open_writer() if writable else None
 
-    def _make_folder(self) -> None:
+    def _make_folder(self) -> tuple[str, str] | None:
+        """Create the index folder. One that cannot be written is refused, unless the
+        index in it can be read: then the index is read-only (returns why, and the hint)."""
         folder = self.path.parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -80,11 +118,21 @@ class Store:
         except OSError as error:
             not_folder = folder.exists() and not folder.is_dir()
             why = "it is not a folder" if not_folder else error.strerror or str(error)
+            message = f"cannot write the index folder {folder}: {why}"
+            if not not_folder and self.path.is_file() and os.access(self.path, os.R_OK):
+                return message, unwritable_hint(folder, error)
             raise BackendUnavailable(
-                f"cannot write the index folder {folder}: {why}",
-                backend=self.name,
-                hint=unwritable_hint(folder, error),
+                message, backend=self.name, hint=unwritable_hint(folder, error)
             ) from error
+        return None
+
+    def check_writable(self) -> None:
+        """Refuse a write to a read-only index, saying why and what to do."""
+        if self.read_only is not None:
+            message, hint = self.read_only
+            raise BackendUnavailable(
+                f"{message}: the index is read-only", backend=self.name, hint=hint
+            )
 
     def damaged_error(self) -> BackendUnavailable:
         return BackendUnavailable(
@@ -94,13 +142,36 @@ class Store:
             " file is moved aside and the index rebuilt from the Markdown",
         )
 
+    @contextlib.contextmanager
+    def translating(self, doing: str, *, heal: bool = True) -> Iterator[None]:
+        """Driver and file errors of the block raised as :class:`BackendError` (see
+        :func:`translate`): the one place they are translated; a
+        :class:`MemoryRouterError` passes unchanged.
+
+        With ``heal`` (this store is the live index) an error saying the file is corrupt
+        also flags it damaged: reads refuse it and the next sync moves it aside and
+        rebuilds it. A migration's copy passes ``heal=False``: reopening it checks it.
+        """
+        try:
+            yield
+        except MemoryRouterError:
+            raise
+        except Exception as error:  # sqlite3/sqlean errors, OSError from files and swaps
+            if heal and is_corruption(error):
+                self.flag_damaged(f"{doing} failed: {error}")
+                raise self.damaged_error() from error
+            raise translate(error, backend=self.name, doing=doing) from error
+
     def flag_damaged(self, reason: str) -> None:
         """Record that the file failed as corrupt: reads refuse it, the next sync heals it."""
         self.damage = reason
         mark_damaged(self.path, reason)
 
     def heal(self) -> None:
-        """Move a damaged index aside and open a fresh one, which the caller then fills."""
+        """Ready the index for a write (every write path calls this first): refuse a
+        read-only one; move a damaged one aside and open a fresh one, which the caller
+        then fills."""
+        self.check_writable()
         if self.damage is None:
             return
         with self.write_lock, index_lock(self.path, wait_s=self.busy_timeout_ms / 1000) as held:
@@ -108,19 +179,23 @@ class Store:
                 return
             if not held:
                 raise self.damaged_error()
-            # Another process may have healed it while this one waited for the lock.
-            reason = diagnose(self.path, self.driver, busy_timeout_ms=self.busy_timeout_ms)
-            if reason is not None:
-                moved = move_aside(self.path)
-                self.healed = (
-                    f"the index was damaged ({reason}); moved aside to {moved.name} and"
-                    " rebuilt from the Markdown"
-                )
-            if self.writer is not None:
-                self._drop_connections()
-            self.damage = None
-            self.changed()
-            self.writer = self._open_writer()
+            with self._files(exclusive=True):
+                self._heal()
+
+    def _heal(self) -> None:
+        # Another process may have healed it while this one waited for the lock.
+        reason = diagnose(self.path, self.driver, busy_timeout_ms=self.busy_timeout_ms)
+        if reason is not None:
+            moved = move_aside(self.path)
+            self.healed = (
+                f"the index was damaged ({reason}); moved aside to {moved.name} and"
+                " rebuilt from the Markdown"
+            )
+        if self.writer is not None:
+            self._drop_connections()
+        self.damage = None
+        self.changed()
+        self.writer = self._open_writer()
 
     def take_healed(self) -> str | None:
         """The heal report, once (a sync puts it in its report)."""
@@ -128,8 +203,30 @@ class Store:
         return healed
 
     @contextlib.contextmanager
+    def _files(self, *, exclusive: bool = False) -> Iterator[None]:
+        """Hold the swap lock: shared to open or close connections to the live file,
+        exclusive to rename it. Refuses after :attr:`swap_wait_s` (a stopped process)."""
+        with swap_lock(self.path, exclusive=exclusive, wait_s=self.swap_wait_s) as held:
+            if not held:
+                doing = "replace the index" if exclusive else "open the index"
+                raise BackendUnavailable(
+                    f"could not {doing} {self.path}: another process held {self.path.name}.swap"
+                    f" for {self.swap_wait_s:.0f} s",
+                    backend=self.name,
+                    hint="try again; if it persists, look for a stopped memory-router process",
+                )
+            yield
+
+    def _close(self, conns: list[Connection]) -> None:
+        """Close ``conns`` under the shared swap lock (a last close deletes the -wal and
+        -shm by name). A lock not had in time is a stuck process, not a swap: close anyway."""
+        with swap_lock(self.path, exclusive=False, wait_s=self.swap_wait_s):
+            for conn in conns:
+                conn.close()
+
+    @contextlib.contextmanager
     def rebuilding(self) -> Iterator[None]:
-        """Hold the index lock while a temporary rebuild file exists (see :mod:`._damage`)."""
+        """Hold the index lock while a temporary rebuild file exists (see :mod:`._files`)."""
         with index_lock(self.path, wait_s=3600.0):
             yield
 
@@ -164,9 +261,9 @@ class Store:
         Connections keep reading the file they opened even after it was replaced (and
         writes would go to the replaced file), so a changed inode means: start over.
         """
-        if self.damage is not None or _inode(self.path) in (self._inode, None):
+        if self.read_only or self.damage is not None or _inode(self.path) in (self._inode, None):
             return
-        with self.write_lock:
+        with self.write_lock, self._files():
             if _inode(self.path) not in (self._inode, None) and not self._closed:
                 self._drop_connections()
                 self.changed()
@@ -207,19 +304,32 @@ class Store:
                 if keep:
                     self._idle.append(conn)
             if not keep:
-                conn.close()
+                self._close([conn])
 
     def _connect_reader(self) -> Connection:
-        """Open a reader; while a rebuild is being swapped in the file may be missing a moment."""
+        """Open a reader under the swap lock, with its -wal and -shm mapped before the lock
+        is let go. A file that is missing a moment (deleted, being rebuilt after a reset)
+        is tried again for half a second."""
         for attempt in range(20):
             try:
-                return connect(
-                    self.driver, self.path, busy_timeout_ms=self.busy_timeout_ms, create=False
-                )
+                with self._files():
+                    conn = connect(
+                        self.driver,
+                        self.path,
+                        busy_timeout_ms=self.busy_timeout_ms,
+                        create=False,
+                        read_only=self.read_only is not None,
+                    )
+                    try:
+                        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+                    except Exception:
+                        conn.close()
+                        raise
+                    return conn
             except Exception as error:
                 if "unable to open" not in str(error).lower() or attempt == 19:
                     raise
-                time.sleep(0.025)
+            time.sleep(0.025)
         raise AssertionError("unreachable")
 
     def models(self, conn: Connection) -> frozenset[str]:
@@ -257,6 +367,27 @@ class Store:
         self._counts = (version, model, count)
         return count
 
+    def fts_middle(self, conn: Connection) -> int | None:
+        """The rowid that halves the full-text index once it holds :data:`HALVES_ROWS`
+        rows or more, so a ranked query can search the halves side by side; ``None``
+        below (cached until the next write; rows written since by another process only
+        make the halves uneven)."""
+        version = self._version
+        cached = self._middle
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        middle = None
+        if table_exists(conn, "chunks_fts"):
+            first = conn.execute("SELECT rowid FROM chunks_fts ORDER BY rowid LIMIT 1").fetchone()
+            last = conn.execute(
+                "SELECT rowid FROM chunks_fts ORDER BY rowid DESC LIMIT 1"
+            ).fetchone()
+            if first and last and last[0] - first[0] + 1 >= HALVES_ROWS:
+                count = int(conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+                middle = (first[0] + last[0]) // 2 if count >= HALVES_ROWS else None
+        self._middle = (version, middle)
+        return middle
+
     def changed(self) -> None:
         """Forget what was cached about the contents (call after every write)."""
         with self._pool_lock:
@@ -286,7 +417,8 @@ class Store:
             while self._readers:
                 self._gate.wait(_GATE_SLICE_S)
         try:
-            self._swap(temp)
+            with self._files(exclusive=True):
+                self._swap(temp)
         finally:
             with self._gate:
                 self._swapping = False
@@ -298,12 +430,12 @@ class Store:
         backup = self.path.with_name(f"{self.path.name}.backup-{uuid.uuid4().hex}")
         moved: list[tuple[Path, Path]] = []
         try:
-            for suffix in _SUFFIXES:
+            for suffix in SUFFIXES:
                 live = Path(f"{self.path}{suffix}")
                 if live.exists():
                     os.replace(live, f"{backup}{suffix}")
                     moved.append((Path(f"{backup}{suffix}"), live))
-            for suffix in _SUFFIXES:
+            for suffix in SUFFIXES:
                 if Path(f"{temp}{suffix}").exists():
                     os.replace(f"{temp}{suffix}", f"{self.path}{suffix}")
         except OSError:
@@ -313,9 +445,12 @@ class Store:
             raise
         for saved, _ in moved:
             saved.unlink(missing_ok=True)
+        for lock in (swap_lock_path(temp), swap_next_path(temp)):
+            lock.unlink(missing_ok=True)  # a staged copy's own, nobody else's
         self.writer = self._open_writer()
 
     def _drop_connections(self) -> None:
+        """Close the writer and the idle readers (the caller holds the swap lock)."""
         if self.writer is not None:
             self.writer.close()
         with self._pool_lock:
@@ -331,7 +466,8 @@ class Store:
         try:
             if self._closed:
                 return
-            self._drop_connections()
+            with swap_lock(self.path, exclusive=False, wait_s=self.swap_wait_s):
+                self._drop_connections()  # closed even when the lock was not had (see _close)
             self.changed()
             with self._pool_lock:
                 self._closed = True
@@ -344,28 +480,3 @@ def _inode(path: Path) -> int | None:
         return path.stat().st_ino
     except OSError:
         return None
-
-
-def recover(path: Path) -> None:
-    """Undo what a process killed during :meth:`Store.replace_with` or a rebuild left behind.
-
-    A missing index with a ``.backup-*`` beside it was moved aside and never replaced: it
-    is put back. Temporary rebuild files are deleted once no process holds the index lock
-    (every rebuild holds it while its file exists).
-    """
-    backups = sorted(
-        (p for p in path.parent.glob(f"{path.name}.backup-*") if not p.name.endswith(_SIDE)),
-        key=lambda p: p.stat().st_mtime,
-    )
-    if not path.exists() and backups:
-        for suffix in _SUFFIXES:
-            if Path(f"{backups[-1]}{suffix}").exists():
-                os.replace(f"{backups[-1]}{suffix}", f"{path}{suffix}")
-    remove_orphans(path)
-
-
-def remove_db(path: Path) -> None:
-    """Delete a database file and its -wal/-shm/-journal companions, if present (a hot
-    rollback journal left behind would be rolled into the next file of that name)."""
-    for suffix in _SUFFIXES:
-        Path(f"{path}{suffix}").unlink(missing_ok=True)

@@ -12,10 +12,18 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memory_router import Chunk, Document, Embedder, Progress, Snapshot, SyncReport, prefetch
+from memory_router import Progress
+from memory_router.kit import (
+    Chunk,
+    Document,
+    Embedder,
+    Snapshot,
+    SyncTally,
+    prefetch,
+    rebuild_reason,
+)
 
 from ._db import Connection, ensure_vec, read_meta, table_exists, transaction, write_meta
 from ._store import Store, remove_db
@@ -28,36 +36,11 @@ GROUP_CHUNKS = 512  # chunks embedded and written per transaction
 GROUP_FILES = 500
 
 
-@dataclass(slots=True)
-class Counts:
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    unchanged: int = 0
-    errors: list[str] = field(default_factory=list)
-
-
 def wanted_meta(snapshot: Snapshot, tokenizer: str) -> dict[str, Any]:
     """The fingerprint to store: the snapshot's plus the FTS tokenizer, JSON-normalised."""
     meta = {**dict(snapshot.fingerprint), "ftsTokenizer": tokenizer}
     value: dict[str, Any] = json.loads(json.dumps(meta, sort_keys=True))
     return value
-
-
-def rebuild_reason(
-    stored: dict[str, Any] | None, wanted: dict[str, Any], force: bool
-) -> str | None:
-    """Why the whole index must be rebuilt, or ``None`` when an incremental sync will do."""
-    if force:
-        return "forced"
-    if stored is None:
-        return "no index metadata"
-    for key, value in wanted.items():
-        if key == "vectorDims" and value is None:
-            continue  # dims not known before the first vector: not a mismatch
-        if stored.get(key) != value:
-            return f"fingerprint changed: {key}"
-    return None
 
 
 Group = list[tuple[Document, list[Chunk]]]
@@ -156,7 +139,7 @@ class Indexer:
     def stored_files(self) -> dict[str, str]:
         return {p: h for p, h in self.conn.execute("SELECT path, hash FROM files")}
 
-    def run(self, snapshot: Snapshot, counts: Counts, progress: Progress) -> None:
+    def run(self, snapshot: Snapshot, counts: SyncTally, progress: Progress) -> None:
         """Index the changed files of ``snapshot``: chunking, embedding and writing overlap."""
         stored = self.stored_files()
         changed = [d for d in snapshot.documents if stored.get(d.path) != d.hash]
@@ -227,7 +210,7 @@ class Indexer:
         batch: Batch,
         vectors: list[Vector | None],
         stored: dict[str, str],
-        counts: Counts,
+        counts: SyncTally,
     ) -> None:
         group, adopted = batch
         with transaction(self.conn):
@@ -316,7 +299,7 @@ class Indexer:
         )
 
     def delete_chunk(self, chunk_id: str) -> None:
-        """Remove one chunk's rows (used when importing over an existing id)."""
+        """Remove one chunk's rows (a repeated id: see :meth:`write_chunks`)."""
         if table_exists(self.conn, "chunks_vec"):
             self.conn.execute("DELETE FROM chunks_vec WHERE id = ?", (chunk_id,))
         if table_exists(self.conn, "chunks_fts"):
@@ -342,16 +325,16 @@ class Indexer:
 def sync_store(
     store: Store,
     snapshot: Snapshot,
+    counts: SyncTally,
     *,
     embedder: Embedder | None,
     force: bool,
     progress: Progress,
-) -> SyncReport:
-    """Sync ``snapshot`` into ``store`` (see the module docstring)."""
-    started = time.perf_counter()
-    before = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
+) -> tuple[int, str | None]:
+    """Sync ``snapshot`` into ``store`` (see the module docstring), counting into
+    ``counts``; returns the chunks the index holds and why it was rebuilt whole (``None``:
+    an incremental sync, see :func:`rebuild_reason`)."""
     wanted = wanted_meta(snapshot, store.tokenizer)
-    counts = Counts()
     vector = store.driver.vector_path is not None
     store.follow_swaps()
     with store.write_lock:
@@ -368,20 +351,7 @@ def sync_store(
             counts.removed = len(old - {d.path for d in snapshot.documents})
         chunks = int(store.writer.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
         store.changed()
-    after = (embedder.embedded, embedder.cache_hits) if embedder else (0, 0)
-    return SyncReport(
-        backend=store.name,
-        added=counts.added,
-        updated=counts.updated,
-        removed=counts.removed,
-        unchanged=counts.unchanged,
-        chunks=chunks,
-        embedded=after[0] - before[0],
-        cache_hits=after[1] - before[1],
-        full_rebuild=reason is not None,
-        reason=reason,
-        duration_ms=(time.perf_counter() - started) * 1000,
-    )
+    return chunks, reason
 
 
 def _with_dims(wanted: dict[str, Any], dims: int | None, conn: Connection) -> dict[str, Any]:
@@ -398,7 +368,7 @@ def _rebuild(
     snapshot: Snapshot,
     embedder: Embedder | None,
     wanted: dict[str, Any],
-    counts: Counts,
+    counts: SyncTally,
     progress: Progress,
     *,
     vector: bool,

@@ -1,26 +1,23 @@
-"""Chunks out of and into an index, with their vectors (for ``migrate``)."""
+"""Chunks out of an index, and a staged copy filled with them (for ``migrate``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-from memory_router import BackendUnavailable, Category, Chunk, Entry, Staging
+from memory_router import BackendUnavailable, Category, Entry
+from memory_router.kit import Chunk, Staging
 
-from ._db import Connection, ensure_vec, read_meta, table_exists, transaction, write_meta
+from ._db import Connection, ensure_vec, table_exists, transaction, write_meta
 from ._store import Store, remove_db
-from ._sync import INSERT_CHUNK, Indexer, chunk_values
+from ._sync import INSERT_CHUNK, chunk_values
 from ._vectors import decode
-
-if TYPE_CHECKING:
-    from ._vectors import Vector
-
-BATCH = 500
 
 
 def export_chunks(conn: Connection) -> Iterator[Chunk]:
@@ -64,52 +61,6 @@ def _floats(value: Any) -> tuple[float, ...] | None:
     return tuple(vector.tolist()) if vector is not None else None
 
 
-def import_chunks(store: Store, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
-    """Write ``chunks`` (replacing rows with the same id); returns how many were written.
-
-    Files get no ``files`` rows, so the next sync re-checks them against the workspace
-    (through the embedding cache). The fingerprint is stored when the index has none.
-    """
-    written = 0
-    with store.write_lock:
-        conn = store.writer
-        indexer = Indexer(conn, None, None, vector=store.driver.vector_path is not None)
-        batch: list[Chunk] = []
-        for chunk in chunks:
-            batch.append(chunk)
-            if len(batch) >= BATCH:
-                written += _write(conn, indexer, batch)
-                batch = []
-        if batch:
-            written += _write(conn, indexer, batch)
-        store.changed()
-        if read_meta(conn) is None:
-            meta = json.loads(json.dumps({**dict(fingerprint), "ftsTokenizer": store.tokenizer}))
-            with transaction(conn):
-                write_meta(conn, meta)
-    return written
-
-
-def _write(conn: Connection, indexer: Indexer, batch: list[Chunk]) -> int:
-    vectors: list[Vector | None] = [
-        decode_tuple(c.embedding) if c.embedding is not None else None for c in batch
-    ]
-    with transaction(conn):
-        marks = ",".join("?" * len(batch))
-        ids = [c.id for c in batch]
-        existing = [r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE id IN ({marks})", ids)]
-        for chunk_id in existing:
-            indexer.delete_chunk(chunk_id)
-        indexer.write_chunks(batch, vectors)
-    return len(batch)
-
-
-def decode_tuple(values: tuple[float, ...]) -> Vector | None:
-    import numpy as np
-
-    return np.asarray(values, dtype=np.float32) if values else None
-
-
 class SqliteStaging(Staging):
     """A migrated index built in ``<index>.migrating`` and swapped in by :meth:`publish`.
 
@@ -149,7 +100,7 @@ class SqliteStaging(Staging):
         now = int(time.time() * 1000)
         rows = [_row(c, now) for c in chunks]
         entries = [_entry_row(c) for c in chunks if c.entry is not None]
-        with self.store.write_lock, transaction(self.store.writer) as conn:
+        with self._translating(), self.store.write_lock, transaction(self.store.writer) as conn:
             conn.executemany(INSERT_CHUNK, rows)
             conn.executemany(
                 "INSERT OR REPLACE INTO entries (chunk_id, entry_id, importance, category,"
@@ -158,23 +109,30 @@ class SqliteStaging(Staging):
             )
 
     def count(self) -> int:
-        return int(self.store.writer.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+        with self._translating():
+            return int(self.store.writer.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
 
     def publish(self) -> None:
         conn = self.store.writer
         meta = json.loads(json.dumps({**self.fingerprint, "ftsTokenizer": self.store.tokenizer}))
-        conn.execute("PRAGMA synchronous = FULL")  # this commit makes the whole copy durable
-        with transaction(conn):
-            build_indexes(conn, self.store, meta.get("vectorDims"))
-            write_meta(conn, meta)
-        conn.execute("PRAGMA journal_mode = WAL")
-        self.store.close()
-        with self.live.write_lock:
-            self.live.replace_with(self.path)
+        with self._translating():
+            conn.execute("PRAGMA synchronous = FULL")  # this commit makes the whole copy durable
+            with transaction(conn):
+                build_indexes(conn, self.store, meta.get("vectorDims"))
+                write_meta(conn, meta)
+            conn.execute("PRAGMA journal_mode = WAL")
+            self.store.close()
+            with self.live.write_lock:
+                self.live.replace_with(self.path)
 
     def discard(self) -> None:
-        self.store.close()
-        remove_db(self.path)
+        with self._translating():
+            self.store.close()
+            remove_db(self.path)
+
+    def _translating(self) -> contextlib.AbstractContextManager[None]:
+        # The copy's own errors: reopening it (a resume) checks it, so nothing is flagged.
+        return self.store.translating("migrate", heal=False)
 
     def close(self) -> None:
         self.store.close()

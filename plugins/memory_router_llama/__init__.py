@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from memory_router import EmbeddingProvider, ProviderContext, ProviderSpec, hookimpl, lazy_exports
+from memory_router import hookimpl
+from memory_router.kit import EmbeddingProvider, ProviderContext, ProviderSpec, lazy_exports
 
 if TYPE_CHECKING:
     from ._convert import convert_bert

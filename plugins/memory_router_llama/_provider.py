@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memory_router import EmbeddingError, EmbeddingProvider, ProviderContext
+from memory_router import EmbeddingError
+from memory_router.kit import EmbeddingProvider, ProviderContext
 
 from ._download import cached_path, is_remote, resolve_model
 

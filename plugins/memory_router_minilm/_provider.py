@@ -18,7 +18,8 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from memory_router import EmbeddingError, EmbeddingProvider, ProviderContext
+from memory_router import EmbeddingError
+from memory_router.kit import EmbeddingProvider, ProviderContext
 
 from ._bert import MAX_TOKENS, Array, BertEncoder, encode_batches
 from ._fast import Builder, RouteInputs

@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memory_router import EmbeddingError, ProviderContext
+from memory_router import EmbeddingError
+from memory_router.kit import ProviderContext
 
 from ._bert import Array, BertEncoder
 from ._fast import agrees, ort_available, ort_encoder, ort_session

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from memory_router import ProviderSpec, hookimpl
+from memory_router import hookimpl
+from memory_router.kit import ProviderSpec
 
 from ._http import HttpProvider, RetryableError
 from ._providers import (

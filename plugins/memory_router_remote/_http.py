@@ -18,7 +18,8 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from memory_router import EmbeddingError, EmbeddingProvider, ProviderContext
+from memory_router import EmbeddingError
+from memory_router.kit import EmbeddingProvider, ProviderContext
 
 if TYPE_CHECKING:  # imported when a provider is built: plugin discovery stays light
     import tenacity
@@ -122,7 +123,12 @@ class HttpProvider(EmbeddingProvider):
         except httpx.HTTPError as error:
             # The exception text may quote request headers (the key): name its type only.
             reason = type(error).__name__
-            raise self.error(f"cannot reach {shown}: {reason}", transient=True) from None
+            raise self.error(
+                f"cannot reach {shown}: {reason}",
+                transient=True,
+                hint=f"check that the server at {self._display_url} is running and reachable, "
+                "or fix [embedding.remote] base_url",
+            ) from None
         if response.status_code >= 300:
             text = response.text[:500]
             message = f"{self.id} embeddings failed: {response.status_code} {text}".strip()
@@ -136,10 +142,15 @@ class HttpProvider(EmbeddingProvider):
             ) from None
 
     def error(
-        self, message: str, *, transient: bool = False, retry: bool = False
+        self,
+        message: str,
+        *,
+        transient: bool = False,
+        retry: bool = False,
+        hint: str | None = None,
     ) -> EmbeddingError:
         kind = RetryableError if retry else EmbeddingError
-        return kind(message, provider=self.id, transient=transient or retry)
+        return kind(message, provider=self.id, transient=transient or retry, hint=hint)
 
     def check(self, vectors: Any, expected: int) -> list[list[float]]:
         """Validate ``vectors`` as ``expected`` lists of numbers of one length."""

@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from memory_router import ProviderContext
+from memory_router.kit import ProviderContext
 
 from ._http import HttpProvider, dig, resolve_key
 

@@ -11,10 +11,10 @@ MCP specification asks) and the bearer token; ``/health`` needs no token.
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from http import HTTPStatus
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -23,15 +23,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memory_router import (
-    BackendError,
-    InvalidInput,
-    MemoryRouterError,
-    NotFound,
-    capture,
-    recall_block,
-)
+from memory_router import InvalidInput, MemoryRouterError, NotFound
+from memory_router.agent import capture, recall_block
 
+from ._requests import ApiError, Field, query_fields, read_body, read_fields
 from ._service import Service
 from ._shapes import dumps
 
@@ -39,29 +34,47 @@ log = logging.getLogger("memory_router.serve")
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 OPEN_PATHS = frozenset({"/health"})
+MCP_PATH = "/mcp"
 ROUTES_HINT = (
     "the routes are POST /search, GET /get, POST /store, POST /recall, POST /forget,"
     " GET /entries, DELETE /entries/{id}, POST /context, POST /capture, GET /status,"
     " GET /health, GET /metrics and /mcp (docs/serve.md)"
 )
-SEARCH_FIELDS = {
-    "query": "query",
-    "maxResults": "max_results",
-    "max_results": "max_results",
-    "minScore": "min_score",
-    "min_score": "min_score",
-    "mode": "mode",
-    "sessionKey": "session_key",
-    "session_key": "session_key",
-}
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.hint = hint
+SEARCH_FIELDS = (
+    Field("query", "query", "string", required=True),
+    Field("maxResults", "max_results", "integer"),
+    Field("max_results", "max_results", "integer"),
+    Field("minScore", "min_score", "number"),
+    Field("min_score", "min_score", "number"),
+    Field("mode", "mode", "string"),
+    Field("sessionKey", "session_key", "string"),
+    Field("session_key", "session_key", "string"),
+)
+GET_FIELDS = (
+    Field("path", "path", "string", required=True),
+    Field("from", "from_line", "integer"),
+    Field("lines", "lines", "integer"),
+)
+STORE_FIELDS = (
+    Field("text", "text", "string", required=True),
+    Field("importance", "importance", "number"),
+    Field("category", "category", "category"),
+    Field("force", "force", "boolean"),
+)
+RECALL_FIELDS = (
+    Field("query", "query", "string", required=True),
+    Field("category", "category", "category"),
+    Field("limit", "limit", "integer"),
+)
+FORGET_FIELDS = (Field("id", "entry_id", "string"), Field("query", "query", "string"))
+CONTEXT_FIELDS = (
+    Field("prompt", "prompt", "string", required=True),
+    Field("sessionKey", "session_key", "string"),
+)
+CAPTURE_FIELDS = (
+    Field("messages", "messages", "messages", required=True),
+    Field("conversationId", "conversation_id", "string", required=True),
+)
 
 
 def json_response(
@@ -95,13 +108,13 @@ async def http_error(request: Request, error: Exception) -> Response:
 
 
 def status_of(error: MemoryRouterError) -> int:
+    """400 for the caller's mistake, 404 for what is not there, 503 for the rest: a
+    backend down, a workspace gone, a setting to fix are the server's state, not a bug."""
     if isinstance(error, InvalidInput):
         return 400
     if isinstance(error, NotFound):
         return 404
-    if isinstance(error, BackendError):
-        return 503
-    return 500
+    return 503
 
 
 def _matches(value: str, allowed: tuple[str, ...]) -> bool:
@@ -133,6 +146,8 @@ class Guard:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
+        if scope["path"] == MCP_PATH:  # the SDK answers a few errors in plain text
+            send = json_rpc_errors(send)
         await self.app(scope, receive, send)
 
     def refusal(self, scope: Any) -> Response | None:
@@ -158,6 +173,42 @@ class Guard:
         return None
 
 
+def json_rpc_errors(send: Any) -> Any:
+    """``send``, turning an error answer that is not JSON (the SDK's "Invalid Content-Type
+    header", "Request body too large") into a JSON-RPC error, as ``/mcp`` answers others."""
+    held: dict[str, Any] = {}
+
+    async def wrapped(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            kind = Headers(raw=message["headers"]).get("content-type", "")
+            if message["status"] >= 400 and "json" not in kind:
+                held.update(start=message, body=b"")
+                return
+        elif message["type"] == "http.response.body" and "start" in held:
+            held["body"] += message.get("body", b"")
+            if message.get("more_body"):
+                return
+            start = held.pop("start")
+            text = held["body"].decode("utf-8", "replace").strip()
+            error = {"code": -32600, "message": text or HTTPStatus(start["status"]).phrase}
+            body = dumps({"jsonrpc": "2.0", "id": None, "error": error})
+            headers = [
+                (k, v)
+                for k, v in start["headers"]
+                if k.lower() not in (b"content-type", b"content-length")
+            ]
+            headers += [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"%d" % len(body)),
+            ]
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await send(message)
+
+    return wrapped
+
+
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -181,83 +232,41 @@ def endpoint(work: Callable[[Request], Awaitable[Any]]) -> Handler:
     return handle
 
 
-async def read_json(request: Request, limit: int) -> dict[str, Any]:
-    """The request's JSON object, at most ``limit`` bytes; 413 or 400 otherwise."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise ApiError(413, f"request body over {limit} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise ApiError(413, f"request body over {limit} bytes")
-    try:
-        data = json.loads(bytes(body))
-    except ValueError as error:  # also invalid UTF-8
-        raise ApiError(400, f"bad JSON: {error}") from None
-    if not isinstance(data, dict):
-        raise ApiError(400, "the body must be a JSON object")
-    return data
-
-
-def pick(data: Mapping[str, Any], fields: Mapping[str, str]) -> dict[str, Any]:
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise ApiError(400, f"unknown field {unknown[0]!r}", f"known: {', '.join(sorted(fields))}")
-    return {fields[k]: v for k, v in data.items() if v is not None}
-
-
-def query_int(request: Request, name: str) -> int | None:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ApiError(400, f"{name} must be a whole number, got {raw!r}") from None
-
-
 def add_routes(server: Any, service: Service, *, limit: int) -> None:
-    """Register the JSON API on ``server`` (an :class:`MCPServer`) as custom routes."""
+    """Register the JSON API on ``server`` (an :class:`MCPServer`) as custom routes; each
+    reads its input through :mod:`._requests` (typed fields, bounded bodies)."""
     route = server.custom_route
 
+    async def body(request: Request, fields: tuple[Field, ...]) -> dict[str, Any]:
+        return read_fields(await read_body(request, limit), fields)
+
     async def search(request: Request) -> Any:
-        options = pick(await read_json(request, limit), SEARCH_FIELDS)
-        if "query" not in options:
-            raise ApiError(400, "query is required")
+        options = await body(request, SEARCH_FIELDS)
         response = await run_in_threadpool(lambda: service.search(**options))
         return response.to_dict()
 
     async def get(request: Request) -> Any:
-        path = request.query_params.get("path")
-        if not path:
-            raise ApiError(400, "path is required (GET /get?path=MEMORY.md&from=1&lines=20)")
-        start, lines = query_int(request, "from"), query_int(request, "lines")
-        text = await run_in_threadpool(lambda: service.get(path, from_line=start, lines=lines))
+        options = query_fields(request, GET_FIELDS)
+        text = await run_in_threadpool(lambda: service.get(**options))
         return text.to_dict()
 
     async def store(request: Request) -> Any:
-        options = pick(
-            await read_json(request, limit),
-            {"text": "text", "importance": "importance", "category": "category", "force": "force"},
-        )
-        if not isinstance(options.get("text"), str):
-            raise ApiError(400, "text is required and must be a string")
+        options = await body(request, STORE_FIELDS)
         result = await run_in_threadpool(lambda: service.remember(**options))
-        body = {**result.entry.to_dict(), "action": result.action, "similarity": result.similarity}
-        return json_response(body, 201 if result.action == "created" else 200)
+        answer = {
+            **result.entry.to_dict(),
+            "action": result.action,
+            "similarity": result.similarity,
+            "redacted": list(result.redacted),
+        }
+        return json_response(answer, 201 if result.action == "created" else 200)
 
     async def recall(request: Request) -> Any:
-        options = pick(
-            await read_json(request, limit),
-            {"query": "query", "category": "category", "limit": "limit"},
-        )
-        if not isinstance(options.get("query"), str):
-            raise ApiError(400, "query is required and must be a string")
+        options = await body(request, RECALL_FIELDS)
         return (await run_in_threadpool(lambda: service.recall(**options))).to_dict()
 
     async def forget_query(request: Request) -> Any:
-        options = pick(await read_json(request, limit), {"id": "entry_id", "query": "query"})
+        options = await body(request, FORGET_FIELDS)
         return (await run_in_threadpool(lambda: service.forget_entry(**options))).to_dict()
 
     async def entries(request: Request) -> Any:
@@ -281,27 +290,13 @@ def add_routes(server: Any, service: Service, *, limit: int) -> None:
 
 def _helper_routes(route: Any, service: Service, *, limit: int) -> None:
     async def context(request: Request) -> Any:
-        options = pick(
-            await read_json(request, limit), {"prompt": "prompt", "sessionKey": "session_key"}
-        )
-        prompt = options.pop("prompt", None)
-        if not isinstance(prompt, str):
-            raise ApiError(400, "prompt is required and must be a string")
-        block = await run_in_threadpool(lambda: recall_block(service.router, prompt, **options))
-        return {"block": block.text, "count": len(block.hits)}
+        options = read_fields(await read_body(request, limit), CONTEXT_FIELDS)
+        block = await run_in_threadpool(lambda: recall_block(service.router, **options))
+        return {"block": block.text, "count": len(block.hits), "notes": list(block.notes)}
 
     async def capture_route(request: Request) -> Any:
-        options = pick(
-            await read_json(request, limit),
-            {"messages": "messages", "conversationId": "conversation_id"},
-        )
-        messages = options.get("messages")
-        if not isinstance(messages, list):
-            raise ApiError(400, "messages is required and must be an array")
-        conversation = options.get("conversation_id", "")
-        result = await run_in_threadpool(
-            lambda: capture(service.router, messages, conversation_id=conversation)
-        )
+        options = read_fields(await read_body(request, limit), CAPTURE_FIELDS)
+        result = await run_in_threadpool(lambda: capture(service.router, **options))
         return result.to_dict()
 
     route("/context", methods=["POST"])(endpoint(context))

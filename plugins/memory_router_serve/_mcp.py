@@ -15,7 +15,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
-from memory_router import MemoryRouterError, __version__, capture, recall_block
+from memory_router import MemoryRouterError, __version__
+from memory_router.agent import capture, recall_block
 
 from ._service import Service
 from ._shapes import (
@@ -57,7 +58,8 @@ STORE_DOC = (
     "Store a durable memory (a preference, fact, decision or contact) the user wants kept "
     "across sessions. It is journaled in the workspace's Markdown and searchable at once. "
     "A near-identical memory is not stored twice (action 'duplicate' names it; force "
-    "stores anyway). Do not store secrets or anything the user asked to keep private."
+    "stores anyway). Do not store secrets or anything the user asked to keep private: "
+    "secrets are masked before anything is written, and 'redacted' names what was masked."
 )
 RECALL_DOC = (
     "Recall stored memories (entries from memory_store, not whole notes) most similar to "
@@ -186,7 +188,10 @@ def _helper_tools(server: MCPServer[Any], service: Service) -> None:
     )
     def memory_context(prompt: str) -> dict[str, Any]:
         block = guarded(lambda: recall_block(service.router, prompt))
-        return clean({"block": block.text, "count": len(block.hits)})  # type: ignore[no-any-return]
+        answer: dict[str, Any] = {"block": block.text, "count": len(block.hits)}
+        if block.notes:  # why the memories may be stale (as memory_search's notes)
+            answer["notes"] = list(block.notes)
+        return clean(answer)  # type: ignore[no-any-return]
 
     @server.tool(
         description=(
@@ -205,5 +210,6 @@ def _helper_tools(server: MCPServer[Any], service: Service) -> None:
             {
                 "stored": [entry_result(e) for e in result.stored],
                 "skipped": list(result.skipped),
+                "redacted": list(result.redacted),
             }
         )

@@ -81,6 +81,7 @@ def build_app(service: Service, host: str, token: str | None) -> Any:
         host=host,
     )
     app.add_exception_handler(HTTPException, http_error)  # 404 and 405 as JSON too
+    app.router.redirect_slashes = False  # `/entries/` is a 404 with a hint, not a bare 307
     loopback = settings.loopback if host == settings.host else type(settings)(host=host).loopback
     hosts: tuple[str, ...] | None = tuple(settings.allowed_hosts)
     origins = tuple(settings.allowed_origins)
@@ -177,6 +178,7 @@ def serve_stdio(router: Router, *, watch: bool, poll: bool) -> None:
         import anyio
 
         from ._mcp import build_mcp_server
+        from ._stdio import run_stdio
     except ImportError as error:
         raise missing_extra(error) from None
 
@@ -195,7 +197,7 @@ def serve_stdio(router: Router, *, watch: bool, poll: bool) -> None:
         service.start()
         server = build_mcp_server(service)
         log.info("ready: MCP on stdio")
-        anyio.run(server.run_stdio_async)  # returns when the host closes stdin
+        anyio.run(run_stdio, server)  # returns when the host closes stdin
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -60,8 +60,11 @@ class Service:
         """Index, build the chain's backends, load the model, start the watcher.
 
         A sidecar's first sync (and the watcher after it) runs in the background.
+        A missing or unreadable workspace raises :class:`ConfigError` before anything
+        starts: a server over no workspace would answer nothing and could empty the index.
         """
         router = self.router
+        router.check_workspace()
         started = time.perf_counter()
         for name in router.config.router.chain:
             try:
@@ -190,7 +193,7 @@ class Service:
             self.metrics.fallback(attempt.from_, attempt.reason, attempt.kind)
         return response
 
-    def get(self, path: str, *, from_line: int | None, lines: int | None) -> FileText:
+    def get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> FileText:
         return self.router.get(path, from_line=from_line, lines=lines)
 
     def remember(self, text: str, **options: Any) -> StoreResult:
@@ -218,10 +221,20 @@ class Service:
         return self.router.status()
 
     def health(self) -> dict[str, Any]:
-        """Liveness plus per-backend readiness; ``ok`` when some backend can answer."""
+        """Liveness plus per-backend readiness; ``ok`` when some backend can answer and
+        the workspace can be read (otherwise ``error`` and ``hint`` say why)."""
         if not self.ready.is_set():
             return {"status": "starting", "ok": False, "backends": {}}
         status = self.router.status()
+        if status.workspace_error:  # every memory tool refuses until it is back
+            return {
+                "status": "unavailable",
+                "ok": False,
+                "backends": {},
+                "error": status.workspace_error,
+                "hint": status.workspace_hint,
+                "uptime_s": round(time.time() - self.started_at, 3),
+            }
         backends = {}
         for backend in status.backends:
             breaker = status.breakers.get(backend.name)

@@ -128,11 +128,13 @@ def match_result(match: EntryMatch) -> dict[str, Any]:
 
 
 def store_result(result: StoreResult) -> dict[str, Any]:
-    """OpenClaw's ``memory_store`` answer: ``created``, or ``duplicate`` with the existing one."""
+    """OpenClaw's ``memory_store`` answer: ``created``, or ``duplicate`` with the existing one;
+    ``redacted`` names the kinds of secret masked in the text (``[]`` when none was)."""
     answer: dict[str, Any] = {
         "action": result.action,
         "id": result.entry.id,
         "entry": entry_result(result.entry),
+        "redacted": list(result.redacted),
     }
     if result.action == "duplicate":
         answer["existingId"] = result.entry.id

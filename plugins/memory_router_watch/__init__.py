@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memory_router import hookimpl, lazy_exports
+from memory_router import hookimpl
+from memory_router.kit import lazy_exports
 
 if TYPE_CHECKING:
     from ._watcher import Watcher, WatchStats

@@ -138,7 +138,12 @@ class Watcher:
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Index what is there now, then watch (existing files are never skipped)."""
+        """Index what is there now, then watch (existing files are never skipped).
+
+        A missing or unreadable workspace raises :class:`ConfigError` (the router's
+        workspace check): it is never created, and nothing is synced or watched.
+        """
+        self.router.check_workspace()
         self.sync_now()
         self._observer = self._start_observer()
         if self.interval > 0:
@@ -172,7 +177,8 @@ class Watcher:
             observer = cls(timeout=0.5) if cls is PollingObserver else cls()
             try:
                 for root in dirs:
-                    root.mkdir(parents=True, exist_ok=True)
+                    if root == self.sessions_dir:  # state, which may not exist yet
+                        root.mkdir(parents=True, exist_ok=True)
                     observer.schedule(Handler(), str(root), recursive=True)
                 for parent in parents:
                     observer.schedule(Handler(), str(parent), recursive=False)

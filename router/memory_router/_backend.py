@@ -1,9 +1,12 @@
-"""The :class:`Backend` contract and what a backend is built from."""
+"""The :class:`Backend` contract, what a backend is built from, and the end of a sync
+(:func:`rebuild_reason`, :class:`SyncTally`) every index-building backend shares."""
 
 from __future__ import annotations
 
+import json
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,10 +104,6 @@ class Backend(ABC):
         when a backend raises :class:`Unsupported`."""
         raise Unsupported(f"backend {self.name!r} cannot recall entries", backend=self.name)
 
-    def import_chunks(self, chunks: Iterable[Chunk], *, fingerprint: Mapping[str, Any]) -> int:
-        """Add chunks exported elsewhere; returns how many were written."""
-        raise Unsupported(f"backend {self.name!r} cannot import chunks", backend=self.name)
-
     def reset(self) -> list[str]:
         """Delete this backend's derived state (its index files), never the Markdown.
 
@@ -168,6 +167,85 @@ class Staging(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook with a no-op default
         """Release the copy's files or connections, keeping it for a resume. Idempotent."""
+
+
+def rebuild_reason(
+    stored: Mapping[str, Any] | None, wanted: Mapping[str, Any], *, force: bool = False
+) -> str | None:
+    """Why a sync must rebuild the whole index, or ``None`` when an incremental one will do.
+
+    ``stored`` is the fingerprint recorded with the live index (``None``: there is none),
+    ``wanted`` the one this sync records: :attr:`Snapshot.fingerprint`, plus any key of
+    the backend's own (the SQLite backend adds its FTS tokenizer). Both are compared as
+    JSON (a tuple equals a list). Only ``wanted``'s keys count: a key the index recorded
+    that the snapshot no longer has changes nothing, and a key whose wanted value is
+    ``None`` is not known yet and matches whatever the index recorded (the vector size
+    of a keyword-only index, which a backend may record once it learns it).
+
+    The reasons, in this order: ``"forced"``, ``"no index yet"``,
+    ``"fingerprint changed: <key>"`` naming the first differing key in sorted order.
+    """
+    if force:
+        return "forced"
+    if stored is None:
+        return "no index yet"
+    recorded, expected = _as_json(stored), _as_json(wanted)
+    for key in sorted(expected):
+        value = expected[key]
+        if value is not None and recorded.get(key) != value:
+            return f"fingerprint changed: {key}"
+    return None
+
+
+def _as_json(value: Mapping[str, Any]) -> dict[str, Any]:
+    normalised: dict[str, Any] = json.loads(json.dumps(dict(value), sort_keys=True))
+    return normalised
+
+
+class SyncTally:
+    """What one backend sync did, counted as it goes; :meth:`report` gives its
+    :class:`SyncReport`.
+
+    Make it first thing in :meth:`Backend.sync`: the report's ``duration_ms`` and the
+    embedder's work (``embedded``, ``cache_hits``: the change in ``embedder``'s counters)
+    are measured from then. The counts are files: ``added``, ``updated`` (replaced),
+    ``removed``, ``unchanged`` (skipped, or adopted from a migration without embedding).
+    A full rebuild counts every file of the snapshot as added, and as removed each file
+    the old index had that the snapshot lacks.
+    """
+
+    def __init__(self, backend: str, embedder: Embedder | None) -> None:
+        self.backend = backend
+        self.added = self.updated = self.removed = self.unchanged = 0
+        self._embedder = embedder
+        self._started = time.perf_counter()
+        self._before = _embedder_work(embedder)
+
+    def report(self, *, chunks: int, reason: str | None, errors: Sequence[str] = ()) -> SyncReport:
+        """The sync's report: ``chunks`` the index holds now; ``reason`` why the whole
+        index was rebuilt (``full_rebuild`` is true exactly when it is given: see
+        :func:`rebuild_reason`); ``errors`` what went wrong without failing the sync."""
+        from ._types import SyncReport  # here: `--help` loads this module, not _types
+
+        after = _embedder_work(self._embedder)
+        return SyncReport(
+            backend=self.backend,
+            added=self.added,
+            updated=self.updated,
+            removed=self.removed,
+            unchanged=self.unchanged,
+            chunks=chunks,
+            embedded=after[0] - self._before[0],
+            cache_hits=after[1] - self._before[1],
+            full_rebuild=reason is not None,
+            reason=reason,
+            duration_ms=(time.perf_counter() - self._started) * 1000,
+            errors=tuple(errors),
+        )
+
+
+def _embedder_work(embedder: Embedder | None) -> tuple[int, int]:
+    return (embedder.embedded, embedder.cache_hits) if embedder is not None else (0, 0)
 
 
 BackendFactory = Callable[[BackendContext], Backend]

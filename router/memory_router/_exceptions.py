@@ -7,14 +7,23 @@ Every error the library raises on purpose derives from :class:`MemoryRouterError
      ├── PluginError          a plugin failed to load or registered something twice
      ├── NotFound             a named thing does not exist (.key)
      ├── InvalidInput         a caller passed a bad value (.key)
-     ├── EmbeddingError       an embedding provider failed (.provider)
+     ├── EmbeddingError       an embedding provider failed (.provider, .transient)
+     ├── IndexBusy            another process is syncing or migrating this index (.pid)
+     ├── ServiceUnreachable   a running `memory-router serve` did not answer
      └── BackendError         a backend failed (.backend)
           ├── BackendUnavailable   it cannot serve now (not installed, crashed, circuit open)
+          │    └── CircuitOpen     it was not asked: its circuit breaker is open
           ├── BackendTimeout       it did not answer within its deadline
           └── Unsupported          it does not implement this capability
 
 Third-party exceptions (sqlite3, subprocess, httpx, lancedb…) are translated once, at
 the edge of the backend or provider that met them; none leaves it untranslated.
+
+``IndexBusy`` and ``ServiceUnreachable`` are no backend failures: the router answers from
+the index there is when another process holds the index lock, and the CLI searches in
+its own process when the server does not answer; neither opens a circuit breaker.
+``CircuitOpen`` is a ``BackendUnavailable``, so whoever handles "cannot serve now"
+handles it, but the router does not count it as a new failure of the backend.
 """
 
 from __future__ import annotations
@@ -119,3 +128,20 @@ class BackendTimeout(BackendError):
 
 class Unsupported(BackendError):
     """The backend does not implement this optional capability."""
+
+
+class CircuitOpen(BackendUnavailable):
+    """The backend was not asked: its circuit is open (not a new failure of its own)."""
+
+
+class IndexBusy(MemoryRouterError):
+    """Another process holds a lock of this agent — it is syncing an index, or migrating
+    into one — and did not let go in time. ``pid`` is that process's id, when known."""
+
+    def __init__(self, message: str, *, pid: int | None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.pid = pid
+
+
+class ServiceUnreachable(MemoryRouterError):
+    """The server did not answer at all (refused, reset, timed out): use another way."""

@@ -34,7 +34,7 @@ from ._routing.backends import Backends
 from ._routing.calls import positive_int
 from ._routing.chain import Breakers, Chain
 from ._routing.indexlock import INDEX_WAIT_S
-from ._routing.status import router_status
+from ._routing.status import noting_workspace, router_status
 from ._routing.sync import Syncer
 from ._types import (
     BreakerState,
@@ -51,6 +51,7 @@ from ._types import (
     no_progress,
 )
 from ._workspace import files as _files
+from ._workspace.checks import check_workspace
 from ._workspace.snapshot import Snapshot, scrub
 
 
@@ -87,17 +88,23 @@ class Router:
         *,
         plugins: Iterable[object] = (),
         plugin_manager: pluggy.PluginManager | None = None,
+        require_workspace: bool = True,
         **overrides: Any,
     ) -> Router:
         """Build a router from a :class:`Config`, a TOML path, or the discovered config.
 
         ``overrides`` are nested config values (``workspace="~/notes"``,
         ``query={"max_results": 10}``). ``plugins`` are extra plugin objects to register.
+        A missing or unreadable workspace is a :class:`ConfigError` (see
+        :meth:`check_workspace`) unless ``require_workspace`` is false, for tools that
+        diagnose it (``status``, ``doctor``) or answer from the index as it was (``search``).
         """
         if not isinstance(config, Config):
             config = load_config(config, overrides=overrides)
         elif overrides:
             config = apply_overrides(config, overrides)
+        if require_workspace:
+            check_workspace(config)
         pm = plugin_manager or _plugins.get_plugin_manager(plugins=plugins)
         return cls(config, plugin_manager=pm)
 
@@ -126,6 +133,14 @@ class Router:
     def embedder(self) -> Embedder | None:
         """The shared embedder, or ``None`` in keyword-only mode."""
         return self._backends.embedder
+
+    def check_workspace(self) -> Path:
+        """The workspace folder; a :class:`ConfigError` when it is missing or unreadable.
+
+        The one workspace check: every operation that reads or writes memory calls it
+        first, so a typo or an unmounted volume is an error, never an emptied index.
+        """
+        return check_workspace(self.config)
 
     def unset_secret(self, name: str) -> ConfigError | None:
         """The error for a secret of ``[backends.<name>]`` whose variable or file is unset."""
@@ -197,7 +212,8 @@ class Router:
         ``router.sync_wait_s``, and ``notes`` say when the answer may be stale or
         degraded, and why. ``explain`` attaches an :class:`Explain` to every hit and
         returns the candidates left out in ``dropped``. ``sources`` limits the hits to those
-        sources, ``category`` to entries of that category (see :mod:`._search.filters`).
+        sources, ``category`` to entries of that category (see :mod:`._search.filters`). A
+        missing workspace is not an error here: the index as it was answers, with a note.
         """
         self._backends.check_open()
         request = self._chain.request(
@@ -209,12 +225,14 @@ class Router:
             sources=sources,
             category=category,
         )
-        return self._chain.search(request, session_key=session_key, explain=explain)
+        response = self._chain.search(request, session_key=session_key, explain=explain)
+        return noting_workspace(self.config, response)
 
     # -- files and entries ------------------------------------------------------------
 
     def get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> FileText:
         """Read lines of a memory file (allow-listed: memory paths and extra paths, ``.md``)."""
+        check_workspace(self.config)
         return _files.read_memory_file(self.config, path, from_line=from_line, lines=lines)
 
     @property
@@ -224,7 +242,8 @@ class Router:
     def store(self, text: str, *, importance: float = 0.7, category: Category = "other") -> Entry:
         """Journal a new entry in the workspace; it is indexed on the next sync.
 
-        Always stores; :meth:`remember` checks for a duplicate first.
+        Always stores; :meth:`remember` checks for a duplicate first. Secrets in ``text``
+        are masked first (:meth:`remember` says which).
         """
         return self._book.store(text, importance=importance, category=category)
 

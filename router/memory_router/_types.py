@@ -210,9 +210,12 @@ class ScoredChunk:
         score: float,
         vector_score: float | None = None,
         text_score: float | None = None,
+        *,
+        explain: Explain | None = None,
     ) -> Hit:
         """The :class:`Hit` for this chunk: ``score`` clamped to [0, 1], the chunk's text as
-        its snippet (the router's shaping narrows it), ``source`` ``sessions`` or ``memory``."""
+        its snippet (the router's shaping narrows it), ``source`` ``sessions`` or ``memory``;
+        ``explain`` as a backend pre-fills it (the fused score's parts)."""
         return Hit(
             path=self.path,
             start_line=self.start_line,
@@ -224,6 +227,7 @@ class ScoredChunk:
             vector_score=vector_score,
             text_score=text_score,
             chunk_id=self.id,
+            explain=explain,
         )
 
 

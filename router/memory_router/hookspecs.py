@@ -27,10 +27,13 @@ hookimpl = pluggy.HookimplMarker("memory_router")
 def register_backends(register: Callable[[BackendSpec], None]) -> None:
     """Register search backends.
 
-    Called once per plugin manager, when a :class:`Router` is built or the CLI lists
-    plugins. Call ``register(BackendSpec(name=..., factory=..., settings=...))`` once per
-    backend. Names are lower-case ``[a-z0-9_-]+`` and unique across plugins; a duplicate
-    is a :class:`PluginError`. Return value is ignored.
+    Called each time the core collects the backends: once per :class:`Router` built
+    (routers that share a plugin manager, as ``memory-router bench`` does, call it once
+    each) and when ``memory-router plugins`` lists them. So register the same specs on
+    every call and do nothing else here (no heavy imports, no side effects): factories
+    run later, on first use. Call ``register(BackendSpec(name=..., factory=...,
+    settings=...))`` once per backend. Names are lower-case ``[a-z0-9_-]+`` and unique
+    across plugins; a duplicate is a :class:`PluginError`. Return value is ignored.
     """
 
 
@@ -38,11 +41,13 @@ def register_backends(register: Callable[[BackendSpec], None]) -> None:
 def register_embedding_providers(register: Callable[[ProviderSpec], None]) -> None:
     """Register embedding providers.
 
-    Called once per plugin manager, when the router resolves ``[embedding]``. Call
-    ``register(ProviderSpec(name=..., factory=..., auto_priority=...))`` once per
-    provider; ``auto_priority`` (lower first) makes it a candidate for
-    ``provider = "auto"``, ``None`` keeps it explicit-only. Names are unique across
-    plugins; a duplicate is a :class:`PluginError`. Return value is ignored.
+    Called each time the core collects the providers: once per :class:`Router`, when it
+    first resolves ``[embedding]`` (lazily, on first use, not when it is built), and when
+    ``memory-router plugins`` lists them. So register the same specs on every call and do
+    nothing else here. Call ``register(ProviderSpec(name=..., factory=...,
+    auto_priority=...))`` once per provider; ``auto_priority`` (lower first) makes it a
+    candidate for ``provider = "auto"``, ``None`` keeps it explicit-only. Names are unique
+    across plugins; a duplicate is a :class:`PluginError`. Return value is ignored.
     """
 
 
@@ -50,7 +55,7 @@ def register_embedding_providers(register: Callable[[ProviderSpec], None]) -> No
 def register_commands(cli: click.Group) -> None:
     """Add commands to the ``memory-router`` command line.
 
-    Called once when the CLI starts, with the root :class:`click.Group`; add commands
-    with ``@cli.command()``. Commands should print one-line errors by raising
-    :class:`MemoryRouterError`. Return value is ignored.
+    Called once per root :class:`click.Group` the CLI assembles (once when the command
+    line starts), with that group; add commands with ``@cli.command()``. Commands should
+    print one-line errors by raising :class:`MemoryRouterError`. Return value is ignored.
     """

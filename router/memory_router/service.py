@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ._config.config import Config
-from ._exceptions import InvalidInput, MemoryRouterError, NotFound
+from ._exceptions import InvalidInput, MemoryRouterError, NotFound, ServiceUnreachable
 from ._types import _ToDict
 
 __all__ = [
@@ -104,10 +104,6 @@ def find_server(config: Config) -> ServiceClient | None:
         return None
     token = config.serve.token.resolve() if config.serve.token else None
     return ServiceClient(info.url, token=token, timeout=config.serve.client_timeout_s)
-
-
-class ServiceUnreachable(MemoryRouterError):
-    """The server did not answer at all (refused, reset, timed out): use another way."""
 
 
 class ServiceClient:

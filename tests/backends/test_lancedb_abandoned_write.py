@@ -21,19 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import (
-    BackendUnavailable,
-    Config,
-    NotFound,
-    ProviderSpec,
-    Router,
-    hookimpl,
-    migrate,
-    testing,
-)
+from memory_router import BackendUnavailable, Config, NotFound, Router, hookimpl, migrate, testing
+from memory_router.kit import ProviderSpec
 from memory_router.testing import HashingEmbedder
 from s3_helpers.counting_proxy import CountingProxy, no_delay
 from s3_helpers.moto_server import BUCKET, S3Server
+
+pytestmark = pytest.mark.slow
 
 FILES = {"MEMORY.md": "# Memory\n\nThe garden gate code is 4417; the shed key hangs inside.\n"}
 NEW = "# Kiln\n\nThe kiln reached 1240 degrees on the third firing.\n"

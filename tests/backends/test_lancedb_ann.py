@@ -8,7 +8,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from memory_router import Router, SearchRequest, testing
+import pytest
+
+from memory_router import Router, testing
+from memory_router.kit import SearchRequest
 
 WORDS = [f"w{i}" for i in range(400)]
 
@@ -95,6 +98,7 @@ def test_ann_scores_are_exact_and_new_rows_are_found_before_the_fold(tmp_path: P
         assert top(ann, "kiln celadon glaze firing") == ("memory/new.md", 1.0)
 
 
+@pytest.mark.slow
 def test_auto_builds_no_ann_index_while_the_vectors_fit_memory(tmp_path: Path) -> None:
     # ~600 chunks of 384 dims: ~1.3 MB in memory, inside 512 MB and outside 1 MB.
     workspace(tmp_path)

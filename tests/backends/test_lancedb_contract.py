@@ -25,6 +25,7 @@ class TestLanceLocalHybrid(BackendContract):
     embedding = "hash"
 
 
+@pytest.mark.slow
 class TestLanceS3Hybrid(BackendContract):
     """The whole contract against a real S3-compatible server on loopback (moto)."""
 

@@ -26,6 +26,8 @@ from memory_router.cli import build_cli
 from s3_helpers.faulty_proxy import FaultyProxy
 from s3_helpers.moto_server import BUCKET, S3Server
 
+pytestmark = pytest.mark.slow
+
 FILES = {"MEMORY.md": "# Memory\n\nThe garden gate code is 4417; the shed key hangs inside.\n"}
 # One object-store call may take connect + request timeout; LanceDB alone would retry an
 # unanswered request about eight times over.
@@ -281,9 +283,10 @@ def test_doctor_finds_a_missing_data_file_and_says_reset(tmp_path: Path) -> None
     assert doctor.exit_code == 1
     assert "✗ backend lancedb: lancedb status failed at" in doctor.output
     assert "a table is missing or damaged" in doctor.output
-    assert (
-        "fix: rebuild it from the Markdown: memory-router reset --backend lancedb" in doctor.output
-    )
+    # The fix repeats the global options in use, so it runs against this config when pasted.
+    fix = "fix: rebuild it from the Markdown:"
+    fix += f" memory-router --config {config} reset --backend lancedb"
+    assert fix in doctor.output
     assert cli(config, "reset", "--backend", "lancedb", "--yes").exit_code == 0
     assert cli(config, "index").exit_code == 0
     assert "✓ backend lancedb" in cli(config, "doctor").output

@@ -9,17 +9,9 @@ from typing import Any
 
 import pytest
 
-from memory_router import (
-    Entry,
-    EntryMatch,
-    EntryRequest,
-    InvalidInput,
-    Router,
-    SearchRequest,
-    entry_weight,
-    testing,
-)
+from memory_router import Entry, EntryMatch, InvalidInput, Router, testing
 from memory_router._workspace.journal import journal_text
+from memory_router.kit import EntryRequest, SearchRequest, entry_weight
 
 FILES = {"MEMORY.md": "# Memory\n\nThe kiln reached 1240 degrees on the glaze firing.\n"}
 

@@ -19,21 +19,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from memory_router import (
-    BackendUnavailable,
-    EmbeddingError,
-    EmbeddingProvider,
-    ProviderContext,
-    ProviderSpec,
-    Router,
-    get_plugin_manager,
-    hookimpl,
-    migrate,
-    testing,
-)
+from memory_router import BackendUnavailable, EmbeddingError, Router, hookimpl, migrate, testing
 from memory_router.cli import build_cli
+from memory_router.kit import EmbeddingProvider, ProviderContext, ProviderSpec, get_plugin_manager
 from s3_helpers.counting_proxy import CountingProxy, no_delay
 from s3_helpers.moto_server import BUCKET, S3Server, free_port
+
+pytestmark = pytest.mark.slow
 
 FILES = {"MEMORY.md": "# Memory\n\nThe garden gate code is 4417; the shed key hangs inside.\n"}
 DEADLINE_S = 20.0
@@ -95,7 +87,7 @@ def assert_unavailable_then_fallback(tmp_path: Path, settings: dict[str, Any], c
 
 
 def request(query: str) -> Any:
-    from memory_router import SearchRequest
+    from memory_router.kit import SearchRequest
 
     return SearchRequest(query=query, max_results=5, min_score=0.0, candidates=20)
 

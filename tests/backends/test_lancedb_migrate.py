@@ -8,16 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import (
-    MemoryRouterError,
-    NotFound,
-    Router,
-    SearchRequest,
-    SyncReport,
-    migrate,
-    testing,
-)
+from memory_router import MemoryRouterError, NotFound, Router, SyncReport, migrate, testing
 from memory_router._ops import doctor as _doctor
+from memory_router.kit import SearchRequest
 from migrate_support import CountingEmbedder, corpus, lance_router
 
 KILN = "# Kiln\n\nThe kiln reached 1240 degrees on the third firing.\n"
@@ -74,6 +67,7 @@ def test_staging_survives_a_restart_and_discard_leaves_the_live_store(tmp_path: 
         assert len(ids(router, "lancedb")) == 6  # the live generation never moved
 
 
+@pytest.mark.slow
 def test_a_rebuild_between_migration_batches_keeps_the_copy(tmp_path: Path) -> None:
     # With keep_generations = 1 a rebuild prunes every generation but its own: it must
     # leave the migration's copy alone, or the migration would publish dropped tables.
@@ -119,6 +113,7 @@ def interrupt(router: Router, target: str, source: str) -> None:
         migrate(router, target, source=source, batch_size=2, progress=stop_after_first_batch)
 
 
+@pytest.mark.slow
 def test_a_copy_gone_since_the_interruption_is_explained_and_reset_forgets_it(
     tmp_path: Path,
 ) -> None:
@@ -155,6 +150,7 @@ def test_resetting_sqlite_removes_a_migration_copy_and_its_checkpoint(tmp_path: 
         assert not list((index.parent / "migrations").glob("*.json"))
 
 
+@pytest.mark.slow
 def test_syncs_on_another_thread_and_a_migration_both_land(tmp_path: Path) -> None:
     # The store's write lock takes turns between them: each forced rebuild and each
     # batch is whole, the copy survives every rebuild's pruning, and the last switch wins.

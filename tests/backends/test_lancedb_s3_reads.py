@@ -9,10 +9,14 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from memory_router import SearchRequest
+import pytest
+
+from memory_router.kit import SearchRequest
 from s3_helpers.corpus import QUERIES, lance_router
 from s3_helpers.counting_proxy import CountingProxy
 from s3_helpers.moto_server import BUCKET, S3Server
+
+pytestmark = pytest.mark.slow
 
 
 def request(query: str) -> SearchRequest:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memory_router import Router, SearchRequest, testing
+from memory_router import Router, testing
+from memory_router.kit import SearchRequest
 
 FILES = {
     "MEMORY.md": "# Memory\n\nThe kiln reached 1240 degrees on the glaze firing.\n",
@@ -60,7 +61,7 @@ def test_memory_copy_follows_another_routers_writes(tmp_path: Path) -> None:
 def test_hybrid_fuses_like_the_built_in_backend(tmp_path: Path) -> None:
     # Same fusion as SQLite: each hit's score is `fuse()` of its own two leg scores, and a
     # stemmed keyword ("firings" → "firing") reaches the keyword leg.
-    from memory_router import fuse, keyword_coverage
+    from memory_router.kit import fuse, keyword_coverage
 
     with router(tmp_path) as r:
         r.sync()

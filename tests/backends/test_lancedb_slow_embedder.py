@@ -9,9 +9,14 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from memory_router import ProviderSpec, Router, SearchRequest, hookimpl, testing
+import pytest
+
+from memory_router import Router, hookimpl, testing
+from memory_router.kit import ProviderSpec, SearchRequest
 from memory_router.testing import HashingEmbedder
 from s3_helpers.moto_server import BUCKET, S3Server
+
+pytestmark = pytest.mark.slow
 
 EMBED_S = 4.0  # longer than the store's deadline below (1 + 2 s)
 

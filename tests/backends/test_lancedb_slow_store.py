@@ -20,10 +20,13 @@ from typing import Any
 
 import pytest
 
-from memory_router import BackendUnavailable, Router, SearchRequest
+from memory_router import BackendUnavailable, Router
+from memory_router.kit import SearchRequest
 from s3_helpers.corpus import lance_router
 from s3_helpers.counting_proxy import CountingProxy
 from s3_helpers.moto_server import BUCKET, S3Server
+
+pytestmark = pytest.mark.slow
 
 # One call's deadline is 1 + 3 = 4 s; each index or data read is held 1 s, and a first
 # load makes more than a dozen of them one after another.

@@ -42,6 +42,30 @@ def test_non_executable_command_is_refused_and_js_runs_under_node(tmp_path: Path
     assert found.argv == (str(node), str(script))
 
 
+def test_the_launcher_runs_under_the_chosen_node_and_relative_paths_follow_the_config(
+    tmp_path: Path,
+) -> None:
+    # QMD's bin/qmd is `#!/usr/bin/env node`: left to its shebang it runs under the first
+    # node on PATH (Node 20 segfaults), whatever `node` says.
+    launcher = tmp_path / "project/.tools/qmd/bin/qmd"
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text("#!/usr/bin/env node\nimport './x.js'\n")
+    launcher.chmod(0o755)
+    node = tmp_path / "project/.tools/node"
+    node.write_text("#!/bin/sh\n")
+    node.chmod(0o755)
+    config = tmp_path / "project/memory-router.toml"
+    config.write_text(f"state_dir = {json.dumps(str(tmp_path / 'state'))}\n")
+    expand = load_config(config, environ={}).expand
+    settings = QmdSettings(command=".tools/qmd/bin/qmd", node=".tools/node")
+    found = locate(settings, backend="qmd", expand=expand)
+    assert found.argv == (str(node), str(launcher))
+    with pytest.raises(BackendUnavailable) as raised:
+        locate(QmdSettings(command="bin/qmd"), backend="qmd", expand=expand)
+    assert str(tmp_path / "project/bin/qmd") in raised.value.message
+    assert "config file's folder" in str(raised.value.hint)
+
+
 def test_settings_are_validated_through_the_config(tmp_path: Path) -> None:
     def router(line: str) -> Router:
         path = tmp_path / "c.toml"
@@ -174,8 +198,8 @@ def test_preflight_checks_gguf_magic_and_picks_the_strongest_mode(tmp_path: Path
     bad.write_bytes(b"<html>")
     check = Preflight.check(QmdModels(embed=str(good), rerank=str(bad)))
     mode, notes = check.effective("query")
-    assert mode == "vsearch"
-    assert notes == (f"qmd: query mode unavailable (rerank model {bad} is not a GGUF file)",)
+    assert mode == "query"  # hybrid retrieval, rerank off
+    assert notes == (f"qmd: query without reranking (rerank model {bad} is not a GGUF file)",)
     assert Preflight.check(QmdModels()).effective("vsearch")[0] == "search"
     missing = Preflight.check(QmdModels(embed=str(tmp_path / "none.gguf")))
     assert "does not exist" in str(missing.problems["embed"])

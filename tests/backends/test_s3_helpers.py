@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 TESTS = Path(__file__).resolve().parents[1]
 STARTER = """
 import sys, time

@@ -26,6 +26,8 @@ from qmd_fakes.processes import (
     wait_until,
 )
 
+pytestmark = pytest.mark.slow
+
 NOTES = {
     "MEMORY.md": "# Memory\nGreen tea in the morning.\n",
     "memory/2026-11-03.md": "# Zoo\nThe keeper's code word is zebra-quartz-42.\n",

@@ -17,7 +17,14 @@ from typing import Any
 
 import pytest
 
-from memory_router import MemoryRouterError, Router, testing
+from memory_router import (
+    BackendStatus,
+    BackendUnavailable,
+    MemoryRouterError,
+    Router,
+    testing,
+)
+from memory_router.kit import SearchRequest
 from memory_router_sqlite import choose_driver, connect
 from memory_router_sqlite._damage import unwritable_hint
 
@@ -185,6 +192,43 @@ def test_a_file_that_fails_as_corrupt_later_is_healed_by_the_next_sync(
         assert router.status().can_answer
 
 
+READ_DOORS: dict[str, Callable[[Any], object]] = {
+    "search": lambda backend: backend.search(
+        SearchRequest(query="topic5", max_results=5, min_score=0.0, candidates=5)
+    ),
+    "export_chunks": lambda backend: list(backend.export_chunks()),
+    "index_fingerprint": lambda backend: backend.index_fingerprint(),
+    "status": lambda backend: backend.status(deep=True),
+}
+
+
+@pytest.mark.parametrize("door", READ_DOORS)
+def test_every_door_translates_and_flags_a_file_that_fails_as_corrupt(
+    tmp_path: Path, workspace: Path, door: str
+) -> None:
+    """One translating block for all of them: no driver error leaves the backend, and a
+    corrupt file is flagged whichever call met it first, so the next sync heals it."""
+    with make(tmp_path, workspace, sync={"on_search": False}) as router:
+        router.sync()
+        backend = router.backend("sqlite")
+        with (router.config.agent_state_path / "memory.sqlite").open("r+b") as file:
+            file.write(b"not a database any more" * 300)
+        if door == "status":
+            status = READ_DOORS[door](backend)
+            assert isinstance(status, BackendStatus)
+            assert not status.available
+            assert "is damaged" in (status.error or "")
+            assert "memory-router index" in (status.error or "")  # the way out
+        else:
+            with pytest.raises(BackendUnavailable, match="is damaged") as raised:
+                READ_DOORS[door](backend)
+            assert type(raised.value.__cause__).__name__ == "DatabaseError"  # sqlite3/sqlean
+            assert raised.value.hint
+        assert backend.store.damage is not None
+        assert "damaged" in (router.sync()[0].reason or "")
+        assert list(backend.export_chunks())
+
+
 def test_an_unwritable_index_folder_is_a_clear_error(tmp_path: Path, workspace: Path) -> None:
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the index folder should be\n")
@@ -228,6 +272,7 @@ def test_the_hint_for_a_folder_fits_why_it_refuses(code: int, advice: str) -> No
     assert ("chmod" in hint) == (code != errno.EROFS)
 
 
+@pytest.mark.slow
 def test_damaged_copies_are_capped(tmp_path: Path, workspace: Path) -> None:
     db = tmp_path / "state/agents/main/memory.sqlite"
     for _ in range(5):

@@ -8,7 +8,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from memory_router import ProviderContext, ProviderSpec, Router, hookimpl, testing
+import pytest
+
+from memory_router import Router, hookimpl, testing
+from memory_router.kit import ProviderContext, ProviderSpec
 from memory_router.testing import HashingEmbedder
 
 
@@ -43,6 +46,7 @@ def embedded_texts() -> list[str]:
     return [text for texts, _ in CountingEmbedder.calls for text in texts]
 
 
+@pytest.mark.slow
 def test_editing_one_file_of_ten_thousand_embeds_only_its_changed_chunks(tmp_path: Path) -> None:
     files = {
         f"memory/n{i:05d}.md": f"# note {i}\n\nfact {i} about topic{i % 7}\n" for i in range(10_000)

@@ -43,6 +43,7 @@ def router(
         yield built
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(query=QUERIES)
 @example(query="")

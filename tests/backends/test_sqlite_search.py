@@ -11,18 +11,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_router import (
+from memory_router import EmbeddingError, Router, hookimpl, testing
+from memory_router.kit import (
     BackendResult,
-    EmbeddingError,
     ProviderContext,
     ProviderSpec,
-    Router,
     SearchRequest,
-    hookimpl,
     keyword_coverage,
-    testing,
 )
-from memory_router.testing import HashingEmbedder
+from memory_router.testing import HashingEmbedder, publish_chunks
 
 CORPUS = {
     "memory/2026-03-01.md": "# Db\n\nThe staging database runs PostgreSQL 16 on host db-stage-3.\n",
@@ -217,14 +214,14 @@ def test_candidates_limit_and_sources(build: Any) -> None:
     assert only_sessions.hits == ()
 
 
-def test_export_and_import_round_trip(build: Any, tmp_path: Path) -> None:
+def test_export_and_publish_round_trip(build: Any, tmp_path: Path) -> None:
     source = build(embedding="hash", sub="src")
     chunks = list(source.backend("sqlite").export_chunks())
     assert len(chunks) == 4
     assert all(c.embedding is not None and len(c.embedding) == 384 for c in chunks)
     target = build({}, embedding="hash", sub="dst")
-    written = target.backend("sqlite").import_chunks(
-        chunks, fingerprint=source.fingerprint().to_dict()
+    written = publish_chunks(
+        target.backend("sqlite"), chunks, fingerprint=source.fingerprint().to_dict()
     )
     assert written == 4
     a, b = raw(source, "staging database"), raw(target, "staging database")
@@ -241,7 +238,8 @@ def test_chunks_of_another_model_are_never_returned(build: Any) -> None:
         dataclasses.replace(c, id=f"other-{c.id}", model="other-model")
         for c in backend.export_chunks()
     ]
-    assert backend.import_chunks(foreign, fingerprint=router.fingerprint().to_dict()) == 4
+    both = [*backend.export_chunks(), *foreign]
+    assert publish_chunks(backend, both, fingerprint=router.fingerprint().to_dict()) == 8
     assert len(list(backend.export_chunks())) == 8
     for query in ("staging database", "coffee"):
         hits = raw(router, query).hits
@@ -249,6 +247,7 @@ def test_chunks_of_another_model_are_never_returned(build: Any) -> None:
         assert not any((h.chunk_id or "").startswith("other-") for h in hits)
 
 
+@pytest.mark.slow
 def test_searches_run_while_a_sync_writes(build: Any) -> None:
     many = {
         f"memory/n-{i:04d}.md": f"# n{i}\n\nnote {i} about staging servers\n" for i in range(800)

@@ -12,7 +12,8 @@ import pytest
 import sqlean
 import sqlite_vec
 
-from memory_router import Router, SearchRequest, testing
+from memory_router import Router, testing
+from memory_router.kit import SearchRequest
 from memory_router.testing import HashingEmbedder
 from migrate_support import OPENCLAW_SCHEMA
 

@@ -16,16 +16,9 @@ from typing import Any
 
 import pytest
 
-from memory_router import (
-    EmbeddingError,
-    ProviderContext,
-    ProviderSpec,
-    Router,
-    SearchRequest,
-    hookimpl,
-    testing,
-)
-from memory_router.testing import HashingEmbedder
+from memory_router import BackendError, EmbeddingError, Router, hookimpl, testing
+from memory_router.kit import ProviderContext, ProviderSpec, SearchRequest
+from memory_router.testing import HashingEmbedder, publish_chunks
 
 
 def files(n: int, prefix: str = "note") -> dict[str, str]:
@@ -72,7 +65,7 @@ def workspace(tmp_path: Path) -> Path:
 def test_incremental_sync_touches_only_what_changed(tmp_path: Path, workspace: Path) -> None:
     with make(tmp_path, workspace, embedding="hash") as router:
         first = router.sync()[0]
-        assert (first.added, first.full_rebuild, first.reason) == (12, True, "no index metadata")
+        assert (first.added, first.full_rebuild, first.reason) == (12, True, "no index yet")
         assert first.embedded == 12
         (workspace / "memory/note-0001.md").write_text("# changed\n\nbrand new words\n")
         (workspace / "memory/note-0002.md").unlink()
@@ -130,6 +123,7 @@ def test_force_rebuilds_and_keeps_results(tmp_path: Path, workspace: Path) -> No
         assert [h.chunk_id for h in router.search("fact number 5").results] == before
 
 
+@pytest.mark.slow
 def test_failed_rebuild_keeps_the_old_index(tmp_path: Path) -> None:
     workspace = testing.write_workspace(tmp_path / "ws", files(700))
     with make(tmp_path, workspace, embedding="hash") as router:
@@ -165,11 +159,11 @@ def test_a_repeated_chunk_id_is_written_once(tmp_path: Path, workspace: Path) ->
     with make(tmp_path, workspace, embedding="hash") as router:
         router.sync()
         backend = router.backend("sqlite")
-        chunk = next(iter(backend.export_chunks()))
-        again = dataclasses.replace(chunk, id="dup", path="memory/dup.md")
-        assert (
-            backend.import_chunks([again, again], fingerprint=router.fingerprint().to_dict()) == 2
-        )
+        chunks = list(backend.export_chunks())
+        again = dataclasses.replace(chunks[0], id="dup", path="memory/dup.md")
+        fingerprint = router.fingerprint().to_dict()
+        assert publish_chunks(backend, [*chunks, again, again], fingerprint=fingerprint) == 13
+        chunk = chunks[0]
         rows = [c for c in backend.export_chunks() if c.id == "dup"]
         assert len(rows) == 1
         assert rows[0].embedding == chunk.embedding
@@ -179,6 +173,21 @@ def test_a_repeated_chunk_id_is_written_once(tmp_path: Path, workspace: Path) ->
             .hits
         )
         assert sum(1 for h in hits if h.chunk_id == "dup") == 1
+
+
+def test_a_staged_copy_raises_no_driver_error(tmp_path: Path, workspace: Path) -> None:
+    """A value the driver refuses is a BackendError of the backend, not a sqlite3 error,
+    and the live index is untouched."""
+    with make(tmp_path, workspace, embedding="hash") as router:
+        router.sync()
+        backend = router.backend("sqlite")
+        chunks = list(backend.export_chunks())
+        odd = dataclasses.replace(chunks[0], id="odd", text=object())  # type: ignore[arg-type]
+        with pytest.raises(BackendError, match="sqlite migrate failed") as raised:
+            publish_chunks(backend, [*chunks, odd], fingerprint=router.fingerprint().to_dict())
+        assert type(raised.value) is BackendError  # one bad value: the file is fine
+        assert not list(tmp_path.glob("state/**/*.migrating*"))  # discarded
+        assert len(list(backend.export_chunks())) == len(chunks)
 
 
 def test_an_interrupted_swap_and_stale_temp_files_are_recovered(

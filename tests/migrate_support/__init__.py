@@ -10,7 +10,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from memory_router import Config, ProviderSpec, Router, hookimpl, sha256_text, testing
+from memory_router import Config, Router, hookimpl, testing
+from memory_router.kit import ProviderSpec, sha256_text
 from memory_router.testing import HashingEmbedder, router_config
 
 WORDS = [

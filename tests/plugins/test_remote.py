@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from loopback import LoopbackServer, Reply, Request
 
-from memory_router import Config, EmbeddingError, ProviderContext, provider_key
+from memory_router import Config, EmbeddingError
+from memory_router.kit import ProviderContext, provider_key
 from memory_router_remote import (
     GeminiProvider,
     HttpProvider,
@@ -223,8 +224,11 @@ def test_connection_refused_is_a_clear_error(
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     provider = build(OpenAIProvider, remote_config(provider_config, f"http://127.0.0.1:{port}"))
     try:
-        with pytest.raises(EmbeddingError, match="cannot reach"):
+        with pytest.raises(EmbeddingError, match="cannot reach") as info:
             provider.embed_query("a")
+        assert info.value.hint is not None
+        assert f"http://127.0.0.1:{port} is running" in info.value.hint
+        assert "[embedding.remote] base_url" in info.value.hint
     finally:
         provider.close()
 
@@ -368,7 +372,7 @@ def test_embedder_keeps_up_to_concurrency_requests_in_flight(
 ) -> None:
     import threading
 
-    from memory_router import Embedder
+    from memory_router.kit import Embedder
 
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     lock = threading.Lock()

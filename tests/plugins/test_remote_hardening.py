@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from loopback import LoopbackServer, Reply, Request
 
-from memory_router import Config, EmbeddingError, ProviderContext
+from memory_router import Config, EmbeddingError
+from memory_router.kit import ProviderContext
 from memory_router_remote import OpenAIProvider
 
 Start = Callable[[Callable[[Request], Reply]], LoopbackServer]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,7 +62,6 @@ def test_auto_picks_minilm_when_installed(
 
 
 @pytest.mark.llama
-@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="needs llama_cpp")
 def test_auto_prefers_an_existing_local_gguf(
     write_config: Callable[..., Path], write_workspace: Callable[..., Path], minilm_gguf: Path
 ) -> None:
@@ -79,6 +77,7 @@ def test_auto_prefers_an_existing_local_gguf(
     assert response.results[0].path == "memory/preferences.md"
 
 
+@pytest.mark.slow
 def test_semantic_search_with_the_offline_model(
     write_config: Callable[..., Path], write_workspace: Callable[..., Path]
 ) -> None:
@@ -122,6 +121,7 @@ def test_explicit_provider_without_fallback_fails_with_the_reason(
     assert "VOYAGE_API_KEY" in status.error
 
 
+@pytest.mark.slow
 def test_run_time_failure_switches_to_the_fallback(
     write_config: Callable[..., Path],
     write_workspace: Callable[..., Path],

@@ -46,6 +46,7 @@ def post(server: Server, path: str, body: object, **kwargs: object) -> httpx.Res
     return httpx.post(server.url + path, json=body, timeout=30, **kwargs)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_search_store_search_forget(server: Server) -> None:
     first = post(server, "/search", {"query": "Lisbon conference", "maxResults": 3})
     assert first.status_code == 200, first.text
@@ -117,7 +118,7 @@ def test_get_reads_lines_and_refuses_escapes(server: Server) -> None:
         (b"[1, 2]", 400, "JSON object"),
         (b'{"maxResults": 3}', 400, "query is required"),
         (b'{"query": "x", "top_k": 3}', 400, "unknown field 'top_k'"),
-        (b'{"query": "x", "maxResults": "many"}', 400, "max_results must be a whole number"),
+        (b'{"query": "x", "maxResults": "many"}', 400, "maxResults must be a whole number"),
         (b'{"query": "' + b"x" * 5000 + b'"}', 413, "over 4096 bytes"),
     ],
 )
@@ -184,6 +185,7 @@ def test_health_and_metrics(server: Server) -> None:
     )
 
 
+@pytest.mark.slow
 def test_cli_search_uses_the_running_server(server: Server) -> None:
     def metric() -> int:
         text = httpx.get(server.url + "/metrics").text
@@ -214,6 +216,7 @@ def test_cli_search_uses_the_running_server(server: Server) -> None:
     assert metric() == before + 1  # --local did not ask it
 
 
+@pytest.mark.slow
 def test_token_required_off_loopback(tmp_path: Path) -> None:
     config = make_config(tmp_path, {"serve": {"token": {"env": "MR_TEST_TOKEN"}}})
     refused = subprocess.run(
@@ -278,6 +281,7 @@ def health_command(config: Path, env: dict[str, str]) -> subprocess.CompletedPro
     )
 
 
+@pytest.mark.slow
 def test_health_reports_a_backend_that_is_down(tmp_path: Path) -> None:
     (tmp_path / "plugins").mkdir()
     (tmp_path / "plugins" / "down_backend.py").write_text(DOWN_PLUGIN, encoding="utf-8")
@@ -325,6 +329,7 @@ def test_health_reports_a_backend_that_is_down(tmp_path: Path) -> None:
         assert "no backend could answer" in failed.json()["error"]
 
 
+@pytest.mark.slow
 def test_context_and_capture_routes(server: Server) -> None:
     block = post(server, "/context", {"prompt": "green tea in the morning"}).json()
     assert block["count"] >= 1

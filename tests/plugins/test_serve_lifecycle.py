@@ -15,10 +15,13 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from serving import child_env, make_config, running_server, server_file, stop
 
 from qmd_fakes.helpers import install_fake
 from qmd_fakes.processes import wait_until
+
+pytestmark = pytest.mark.slow
 
 
 def alive(pid: int) -> bool:

@@ -18,6 +18,8 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from serving import child_env, make_config, running_server
 
+pytestmark = pytest.mark.slow
+
 TOOLS = {
     "memory_search",
     "memory_get",
@@ -172,7 +174,6 @@ def test_mcp_over_stdio(tmp_path: Path) -> None:
     anyio.run(main)
 
 
-@pytest.mark.slow
 def test_mcp_over_streamable_http(tmp_path: Path) -> None:
     config = make_config(tmp_path)
     with running_server(config) as server:

@@ -7,7 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from memory_router import BackendContext, MemoryRouterError, Router, load_config
+from memory_router import MemoryRouterError, Router, load_config
+from memory_router.kit import BackendContext
 from memory_router_qmd import QmdBackend, QmdModels, QmdSettings
 from memory_router_qmd._locate import locate
 
@@ -19,7 +20,7 @@ def qmd_missing() -> str:
     try:
         locate(QmdSettings(), backend="qmd")
     except MemoryRouterError as error:
-        return f"QMD is not installed ({error.message}); run scripts/install-qmd.sh"
+        return error.message + (f"; {error.hint}" if error.hint else "")
     return ""
 
 
@@ -47,7 +48,8 @@ def set_chaos(fake: Path, *, seed: int, rate: float, faults: list[str], **more: 
 
 def make_backend(tmp_path: Path, workspace: Path, **settings: Any) -> QmdBackend:
     """A QMD backend over ``workspace`` with its state under ``tmp_path/state``."""
-    models = settings.pop("models", None)
+    # Without a model given, QMD stays keyword-only (not the offline MiniLM): fast tests.
+    models = {"offline": False, **(settings.pop("models", None) or {})}
     config = load_config(
         None,
         environ={},
@@ -59,7 +61,7 @@ def make_backend(tmp_path: Path, workspace: Path, **settings: Any) -> QmdBackend
         BackendContext(
             name="qmd",
             config=config,
-            settings=QmdSettings(models=QmdModels(**(models or {})), **settings),
+            settings=QmdSettings(models=QmdModels(**models), **settings),
             state_dir=state,
             embedder=None,
         )

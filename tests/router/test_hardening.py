@@ -13,16 +13,15 @@ import pytest
 
 import memory_router.testing as testing
 from memory_router import (
-    BackendSpec,
     BackendUnavailable,
     ConfigError,
     EmbeddingError,
     InvalidInput,
-    ProviderSpec,
     Router,
     hookimpl,
     load_config,
 )
+from memory_router.kit import BackendSpec, ProviderSpec
 from memory_router.testing import HashingEmbedder
 
 NOTES = {

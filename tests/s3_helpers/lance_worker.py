@@ -67,7 +67,7 @@ def reader(router: Router, out: Path) -> dict[str, Any]:
 
 
 def _request(query: str) -> Any:
-    from memory_router import SearchRequest
+    from memory_router.kit import SearchRequest
 
     return SearchRequest(query=query, max_results=10, min_score=0.0, candidates=40)
 

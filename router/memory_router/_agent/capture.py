@@ -5,8 +5,8 @@
 the prompt. :func:`capture` picks the user messages worth keeping (a trigger such as
 "remember", "I prefer", "we decided", a phone number or an e-mail; no markup, no prompt
 injection, at most ``[capture] max_chars``) and stores them through the router's
-duplicate check (``Router.remember``), so the entries journal holds them; at most
-``max_per_conversation`` per conversation.
+duplicate check (``Router.remember``, which masks secrets first), so the entries journal
+holds them; at most ``max_per_conversation`` per conversation.
 """
 
 from __future__ import annotations
@@ -66,18 +66,23 @@ EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf]")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecallBlock(_ToDict):
-    """The ``<relevant-memories>`` block for a prompt (``text`` is ``""`` when nothing fits)."""
+    """The ``<relevant-memories>`` block for a prompt (``text`` is ``""`` when nothing fits).
+    ``notes`` are the search's: why the memories may be stale or degraded (a workspace
+    that cannot be read, a sync that failed)."""
 
     text: str
     hits: tuple[Hit, ...]
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CaptureResult(_ToDict):
-    """What :func:`capture` stored, and why the other messages were not stored."""
+    """What :func:`capture` stored, and why the other messages were not stored.
+    ``redacted`` names the kinds of secret masked in the stored texts (each once)."""
 
     stored: tuple[Entry, ...]
     skipped: tuple[str, ...]
+    redacted: tuple[str, ...] = ()
 
 
 def recall_block(
@@ -109,10 +114,10 @@ def recall_block(
     )
     lines, used = _budgeted(response.results, budget)
     if not lines:
-        return RecallBlock(text="", hits=())
+        return RecallBlock(text="", hits=(), notes=response.notes)
     body = "\n".join(f"{n}. {line}" for n, line in enumerate(lines, 1))
     text = f"<relevant-memories>\n{RECALL_PREAMBLE}\n{body}\n</relevant-memories>"
-    return RecallBlock(text=text, hits=tuple(used))
+    return RecallBlock(text=text, hits=tuple(used), notes=response.notes)
 
 
 def _budgeted(hits: Iterable[Hit], budget: int) -> tuple[list[str], list[Hit]]:
@@ -190,6 +195,7 @@ def capture(router: Router, messages: Iterable[Any], *, conversation_id: str) ->
     state_path = router.config.agent_state_path / CAPTURE_STATE
     stored: list[Entry] = []
     skipped: list[str] = []
+    redacted: dict[str, None] = {}
     for text in user_texts(messages):
         reason = capture_reason(text, max_chars=settings.max_chars)
         if reason is None and not _claim(
@@ -205,10 +211,11 @@ def capture(router: Router, messages: Iterable[Any], *, conversation_id: str) ->
         )
         if result.action == "created":
             stored.append(result.entry)
+            redacted.update(dict.fromkeys(result.redacted))
         else:  # a near-identical entry exists: nothing stored, the slot is given back
             _release(state_path, conversation_id)
             skipped.append(f"duplicate of entry {result.entry.id}")
-    return CaptureResult(stored=tuple(stored), skipped=tuple(skipped))
+    return CaptureResult(stored=tuple(stored), skipped=tuple(skipped), redacted=tuple(redacted))
 
 
 def _claim(path: Any, conversation_id: str, limit: int) -> bool:

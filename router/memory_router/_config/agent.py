@@ -6,12 +6,13 @@ Defaults are OpenClaw's (``agents.defaults.compaction``) and memory-lancedb's
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Literal
 
 from .settings import Secret
 
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+_LOOPBACK_V4 = ipaddress.ip_network("127.0.0.0/8")
 DEFAULT_FLUSH_SYSTEM_PROMPT = "Session nearing compaction. Store durable memories now."
 DEFAULT_FLUSH_PROMPT = (
     "Write any lasting notes to memory/YYYY-MM-DD.md; reply with NO_REPLY if nothing to store."
@@ -22,8 +23,8 @@ DEFAULT_FLUSH_PROMPT = (
 class ServeConfig:
     """``[serve]``: the long-running service (``memory-router serve``).
 
-    Any ``host`` other than loopback needs ``token``. ``port = 0`` picks a free port (the
-    server file in the state directory says which).
+    Any ``host`` other than loopback (:func:`is_loopback`) needs ``token``. ``port = 0``
+    picks a free port (the server file in the state directory says which).
     """
 
     host: str = "127.0.0.1"
@@ -44,7 +45,22 @@ class ServeConfig:
 
     @property
     def loopback(self) -> bool:
-        return self.host in LOOPBACK_HOSTS or self.host.startswith("127.")
+        return is_loopback(self.host)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding to ``host`` keeps the server on this machine: ``localhost``, or an IP
+    literal in 127.0.0.0/8 or ``::1``. A name is never taken on its word
+    (``127.attacker.example`` resolves wherever its owner likes)."""
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host.removeprefix("[").removesuffix("]"))
+    except ValueError:
+        return False
+    return (
+        address in _LOOPBACK_V4 if address.version == 4 else address == ipaddress.IPv6Address("::1")
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

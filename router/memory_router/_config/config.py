@@ -43,12 +43,14 @@ class ChunkingConfig:
     ``memory.md`` and undated files under ``memory/``); with ``"auto"`` also in any file
     whose non-blank lines are at least half headings and list items (a daily note of
     bullets); in ``"all"`` Markdown files; or nowhere (``"off"``: fixed windows, as
-    OpenClaw does).
+    OpenClaw did until 2026.7). ``"openclaw"`` cuts as OpenClaw 2026.9 does (one chunk per
+    entry of ``MEMORY.md`` and ``USER.md``, fixed windows elsewhere), so vectors it made
+    are reused when its index is migrated.
     """
 
     tokens: int = 200
     overlap: int = 40
-    structure: Literal["auto", "curated", "all", "off"] = "auto"
+    structure: Literal["auto", "curated", "all", "off", "openclaw"] = "auto"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tokens", max(1, self.tokens))
@@ -169,15 +171,28 @@ class SessionSyncConfig:
     delta_messages: int = 50
 
 
+DEFAULT_MAX_FILE_BYTES = 5 * 2**20
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SyncConfig:
-    """``[sync]``: when the index is brought up to date with the workspace."""
+    """``[sync]``: when the index is brought up to date with the workspace, and what it takes.
+
+    ``max_file_bytes`` is the largest Markdown note indexed (``0``: no limit); a larger one
+    is left out with a warning in ``index``, ``status`` and ``doctor``. The entries journal
+    and session transcripts have no limit.
+    """
 
     on_search: bool = True
     on_session_start: bool = True
     watch_debounce_ms: int = 1500
     interval_minutes: float = 0
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     sessions: SessionSyncConfig = field(default_factory=SessionSyncConfig)
+
+    def __post_init__(self) -> None:
+        if self.max_file_bytes < 0:
+            raise ValueError("max_file_bytes must be 0 (no limit) or more")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -363,18 +378,27 @@ def _expand_tokens(value: str, config: Config, *, state: str | None) -> str:
     return value
 
 
-def ensure_dir(path: Path, *, key: str) -> Path:
-    """Create the state folder ``path`` if needed; one that cannot be created or written
-    is a :class:`ConfigError` naming the setting ``key`` and the folder."""
+def ensure_dir(path: Path, *, key: str, must_write: bool = True) -> Path:
+    """Create the state folder ``path`` if needed; one that cannot be created (or, with
+    ``must_write``, written) is a :class:`ConfigError` naming the setting ``key`` and the
+    folder. Without ``must_write`` an existing read-only folder is returned as it is: a
+    backend may still answer from the index in it (see :func:`writable`)."""
     hint = f"set {key} to a folder this user can write, or fix the folder's permissions"
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
+        if not must_write and path.is_dir():
+            return path  # it exists: mkdir failed on a read-only file system
         why = error.strerror or type(error).__name__
         raise ConfigError(f"cannot create folder {path}: {why}", key=key, hint=hint) from None
-    if not os.access(path, os.W_OK | os.X_OK):
+    if must_write and not writable(path):
         raise ConfigError(f"folder {path} is not writable", key=key, hint=hint)
     return path
+
+
+def writable(folder: Path) -> bool:
+    """Whether this process may create files in ``folder`` (false on a read-only mount)."""
+    return os.access(folder, os.W_OK | os.X_OK)
 
 
 def default_config_path() -> Path:

@@ -136,10 +136,8 @@ def parse_settings(cls: type[T], data: Mapping[str, Any] | None, *, path: str, t
     values: dict[str, Any] = {}
     for key, field in fields.items():
         if key in data:
-            sub = f"{table}.{key}" if table else key
-            values[field.name] = _coerce(
-                hints[field.name], data[key], path=path, table=table, key=key, sub=sub
-            )
+            where = _Where(path, table, key, sub=f"{table}.{key}" if table else key)
+            values[field.name] = _coerce(hints[field.name], data[key], where)
             _check_range(field, values[field.name], path=path, table=table, key=key)
     try:
         return cls(**values)
@@ -200,75 +198,108 @@ def _type_name(hint: Any) -> str:
     return getattr(hint, "__name__", str(hint))
 
 
-def _coerce(hint: Any, value: Any, *, path: str, table: str, key: str, sub: str) -> Any:
-    def fail(expected: str) -> ConfigError:
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Where:
+    """Where a value being coerced sits, for its error: file, table, key; ``sub`` is the
+    dotted table a nested table (or ``{ env = … }`` secret) of the key is read as."""
+
+    path: str
+    table: str
+    key: str
+    sub: str
+
+    def fail(self, expected: str, value: Any) -> ConfigError:
         return ConfigError(
             f"expected {expected}, got {type(value).__name__} {value!r}",
-            path=path,
-            table=table or None,
-            key=key,
+            path=self.path,
+            table=self.table or None,
+            key=self.key,
         )
 
+
+def _coerce(hint: Any, value: Any, where: _Where) -> Any:
+    """``value`` as type ``hint`` (checked, never converted across kinds: ``"1"`` is not
+    an integer), or a :class:`ConfigError` naming file, table and key."""
     origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
     if origin in (types.UnionType, typing.Union):
-        options = [a for a in args if a is not type(None)]
-        if len(options) == 1:
-            return _coerce(options[0], value, path=path, table=table, key=key, sub=sub)
-        for option in args:
-            if option is type(None):
-                continue
-            try:
-                return _coerce(option, value, path=path, table=table, key=key, sub=sub)
-            except ConfigError:
-                continue
-        raise fail(_type_name(hint))
+        return _coerce_union(hint, value, where)
     if origin is Literal:
-        if value in args:
+        if value in typing.get_args(hint):
             return value
-        raise fail("one of " + _type_name(hint))
+        raise where.fail("one of " + _type_name(hint), value)
     if hint is Secret:
-        if isinstance(value, str):
-            return Secret(value=value)
-        if isinstance(value, Mapping):
-            secret = parse_settings(Secret, value, path=path, table=sub)
-            if not (secret.env or secret.file) or (secret.env and secret.file):
-                raise ConfigError("give exactly one of env or file", path=path, table=sub)
-            return secret
-        raise fail(_type_name(hint))
+        return _coerce_secret(value, where)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         if not isinstance(value, Mapping):
-            raise fail("a table")
-        return parse_settings(hint, value, path=path, table=sub)
+            raise where.fail("a table", value)
+        return parse_settings(hint, value, path=where.path, table=where.sub)
     if origin is tuple:
-        if not isinstance(value, list | tuple):
-            raise fail(f"an array of {_type_name(args[0])}")
-        return tuple(_coerce(args[0], v, path=path, table=table, key=key, sub=sub) for v in value)
+        return _coerce_tuple(typing.get_args(hint)[0], value, where)
     if origin in (dict, Mapping, typing.Mapping):
-        if not isinstance(value, Mapping):
-            raise fail("a table")
-        return {
-            str(k): _coerce(args[1], v, path=path, table=table, key=f"{key}.{k}", sub=sub)
-            for k, v in value.items()
-        }
+        return _coerce_mapping(typing.get_args(hint)[1], value, where)
+    return _coerce_scalar(hint, value, where)
+
+
+def _coerce_union(hint: Any, value: Any, where: _Where) -> Any:
+    """``X | None`` is ``X`` (TOML has no null); otherwise the first option that fits."""
+    options = [a for a in typing.get_args(hint) if a is not type(None)]
+    if len(options) == 1:
+        return _coerce(options[0], value, where)
+    for option in options:
+        try:
+            return _coerce(option, value, where)
+        except ConfigError:
+            continue
+    raise where.fail(_type_name(hint), value)
+
+
+def _coerce_secret(value: Any, where: _Where) -> Secret:
+    """A plain string, or a ``{ env = … }`` / ``{ file = … }`` table with exactly one key."""
+    if isinstance(value, str):
+        return Secret(value=value)
+    if not isinstance(value, Mapping):
+        raise where.fail(_type_name(Secret), value)
+    secret = parse_settings(Secret, value, path=where.path, table=where.sub)
+    if not (secret.env or secret.file) or (secret.env and secret.file):
+        raise ConfigError("give exactly one of env or file", path=where.path, table=where.sub)
+    return secret
+
+
+def _coerce_tuple(item: Any, value: Any, where: _Where) -> tuple[Any, ...]:
+    if not isinstance(value, list | tuple):
+        raise where.fail(f"an array of {_type_name(item)}", value)
+    return tuple(_coerce(item, v, where) for v in value)
+
+
+def _coerce_mapping(item: Any, value: Any, where: _Where) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise where.fail("a table", value)
+    return {
+        str(k): _coerce(item, v, dataclasses.replace(where, key=f"{where.key}.{k}"))
+        for k, v in value.items()
+    }
+
+
+def _coerce_scalar(hint: Any, value: Any, where: _Where) -> Any:
+    """bool, int, float (an integer is a float; not a bool, never NaN or infinite), str."""
     if hint is bool:
         if isinstance(value, bool):
             return value
-        raise fail("true or false")
+        raise where.fail("true or false", value)
     if hint is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        raise fail("an integer")
+        raise where.fail("an integer", value)
     if hint is float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            if math.isfinite(value):
-                return float(value)
-            raise fail("a finite number")
-        raise fail("a number")
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise where.fail("a number", value)
+        if not math.isfinite(value):
+            raise where.fail("a finite number", value)
+        return float(value)
     if hint is str:
         if isinstance(value, str):
             return value
-        raise fail("a string")
+        raise where.fail("a string", value)
     if hint is Any:
         return value
-    raise fail(_type_name(hint))
+    raise where.fail(_type_name(hint), value)

@@ -9,7 +9,7 @@ keyword-only mode. An explicit provider that fails to build hands over to
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
@@ -56,7 +56,6 @@ class ProviderChoice:
     requested: str
     fallback: Fallback | None = None
     unavailable_reason: str | None = None
-    tried: tuple[str, ...] = field(default=())
 
 
 def _strip_prefix(model: str) -> str:
@@ -76,55 +75,67 @@ def choose_provider(specs: Mapping[str, ProviderSpec], context: ProviderContext)
             provider=None, requested=requested, unavailable_reason="disabled in config"
         )
     if requested == "auto":
-        reasons: list[str] = []
-        ordered = sorted(
-            (s for s in specs.values() if s.auto_priority is not None),
-            key=lambda s: (s.auto_priority, s.name),
-        )
-        for spec in ordered:
-            try:
-                return ProviderChoice(
-                    provider=spec.factory(context, model),
-                    requested=requested,
-                    tried=tuple(s.name for s in ordered),
-                )
-            except EmbeddingError as error:
-                reasons.append(f"{spec.name}: {error.message}")
-        return ProviderChoice(
-            provider=None,
-            requested=requested,
-            unavailable_reason="; ".join(reasons) or "no embedding provider is installed",
-            tried=tuple(s.name for s in ordered),
-        )
+        return _choose_auto(specs, context, model)
     fallback = settings.fallback
     if fallback not in ("none", "") and fallback not in specs:
-        raise ConfigError(
-            f"unknown fallback embedding provider {fallback!r}"
-            f" (installed: {', '.join(sorted(specs)) or 'none'})",
-            path=context.config.file or "<defaults>",
-            table="embedding",
-            key="fallback",
-        )
-    chosen = specs.get(requested)
-    if chosen is None:
-        raise ConfigError(
-            f"unknown embedding provider {requested!r}"
-            f" (installed: {', '.join(sorted(specs)) or 'none'})",
-            path=context.config.file or "<defaults>",
-            table="embedding",
-            key="provider",
-        )
+        raise _unknown("fallback embedding provider", fallback, "fallback", specs, context)
+    if requested not in specs:
+        raise _unknown("embedding provider", requested, "provider", specs, context)
+    return _build_or_fall_back(specs, context, requested, model)
+
+
+def _choose_auto(
+    specs: Mapping[str, ProviderSpec], context: ProviderContext, model: str
+) -> ProviderChoice:
+    """The first provider by ``auto_priority`` that builds; keyword-only, with every
+    candidate's reason, when none does."""
+    reasons: list[str] = []
+    ordered = sorted(
+        (s for s in specs.values() if s.auto_priority is not None),
+        key=lambda s: (s.auto_priority, s.name),
+    )
+    for spec in ordered:
+        try:
+            return ProviderChoice(provider=spec.factory(context, model), requested="auto")
+        except EmbeddingError as error:
+            reasons.append(f"{spec.name}: {error.message}")
+    return ProviderChoice(
+        provider=None,
+        requested="auto",
+        unavailable_reason="; ".join(reasons) or "no embedding provider is installed",
+    )
+
+
+def _unknown(
+    what: str, name: str, key: str, specs: Mapping[str, ProviderSpec], context: ProviderContext
+) -> ConfigError:
+    return ConfigError(
+        f"unknown {what} {name!r} (installed: {', '.join(sorted(specs)) or 'none'})",
+        path=context.config.file or "<defaults>",
+        table="embedding",
+        key=key,
+    )
+
+
+def _build_or_fall_back(
+    specs: Mapping[str, ProviderSpec], context: ProviderContext, requested: str, model: str
+) -> ProviderChoice:
+    """The ``requested`` provider; when it fails to build, the configured fallback (the
+    switch recorded), or an error with both reasons when that fails too."""
     try:
-        return ProviderChoice(provider=chosen.factory(context, model), requested=requested)
+        return ProviderChoice(
+            provider=specs[requested].factory(context, model), requested=requested
+        )
     except EmbeddingError as error:
-        fallback_name = settings.fallback
-        if fallback_name in ("none", "", requested) or fallback_name not in specs:
+        build_fallback = fallback_factory(specs, context, requested)
+        if build_fallback is None:
             raise
         try:
-            provider = specs[fallback_name].factory(context, "")
+            provider = build_fallback()
         except EmbeddingError as second:
             raise EmbeddingError(
-                f"{error.message}; fallback {fallback_name} failed too: {second.message}",
+                f"{error.message}; fallback {context.config.embedding.fallback} failed too:"
+                f" {second.message}",
                 provider=requested,
             ) from None
         from .._types import Fallback

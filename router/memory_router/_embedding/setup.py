@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from .._config.config import Config, ensure_dir
+from .._config.config import Config, ensure_dir, writable
 from .._exceptions import EmbeddingError, MemoryRouterError
 from .._types import EmbeddingStatus, IndexFingerprint
 from .._workspace.snapshot import FTS_ONLY, fingerprint_for
@@ -49,8 +49,9 @@ class EmbeddingSetup:
         cache = None
         if config.cache.enabled:
             path = config.expand(config.cache.path)
-            ensure_dir(path.parent, key="cache.path")
-            cache = EmbeddingCache(path, max_entries=config.cache.max_entries or None)
+            # In a read-only state folder, searches embed their query without the cache.
+            if writable(ensure_dir(path.parent, key="cache.path", must_write=False)):
+                cache = EmbeddingCache(path, max_entries=config.cache.max_entries or None)
         embedder = Embedder(
             choice.provider,
             cache=cache,

@@ -27,6 +27,7 @@ from .._exceptions import InvalidInput, MemoryRouterError
 from .._search.ranking import entry_weight
 from .._types import Category, Entry, EntryMatch, _ToDict
 from .._workspace import journal as _journal
+from .._workspace.checks import check_workspace
 from .._workspace.journal import JournalItem
 from .._workspace.snapshot import scrub
 
@@ -48,11 +49,30 @@ class StoreResult(_ToDict):
     ``action = "created"``: ``entry`` is new and journaled. ``"duplicate"``: nothing was
     stored; ``entry`` is the existing entry whose similarity to the text (``similarity``)
     reached ``entries.duplicate_threshold``.
+
+    ``redacted`` names the kinds of secret masked in the text before anything else
+    (``aws_access_key``, ``private_key``…; see :mod:`memory_router._workspace.redact`):
+    the journal never holds them, and the caller learns its text was changed.
     """
 
     action: Literal["created", "duplicate"]
     entry: Entry
     similarity: float | None = None
+    redacted: tuple[str, ...] = ()
+
+
+def new_entry(text: str, *, importance: float, category: Category) -> tuple[Entry, tuple[str, ...]]:
+    """A new entry for ``text`` as every write path makes it: lone surrogates replaced,
+    secrets masked by the one redaction stage, then checked (:func:`journal.new_entry`);
+    and the kinds of secret masked."""
+    kinds: tuple[str, ...] = ()
+    if isinstance(text, str):
+        from .._workspace.redact import redact_report  # its patterns compile at import
+
+        redaction = redact_report(scrub(text))
+        text, kinds = redaction.text, redaction.kinds
+    entry = _journal.new_entry(text, importance=importance, category=category)
+    return entry, kinds
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,6 +226,7 @@ class EntryBook:
         self, query: str, *, category: Category | None, limit: int = DEFAULT_RECALL_LIMIT
     ) -> RecallResult:
         """The ``native`` recall when it answers, else :meth:`journal_recall`."""
+        check_workspace(self.config)
         found = self._native(query, category, limit) if self._native is not None else None
         if found is not None:
             return found
@@ -244,30 +265,34 @@ class EntryBook:
 
     def entries(self) -> list[Entry]:
         """Every journaled entry, in file order."""
+        check_workspace(self.config)
         return _journal.read_journal(self.path)
 
     def store(self, text: str, *, importance: float, category: Category) -> Entry:
-        """Journal a new entry, whatever entries exist."""
-        text = scrub(text) if isinstance(text, str) else text
-        return self._append(_journal.new_entry(text, importance=importance, category=category))
+        """Journal a new entry, whatever entries exist (secrets masked first)."""
+        return self._append(new_entry(text, importance=importance, category=category)[0])
 
     def remember(
         self, text: str, *, importance: float, category: Category, force: bool
     ) -> StoreResult:
         """:meth:`store`, unless an entry reaches ``entries.duplicate_threshold`` (and not
         ``force``): then that entry comes back as the duplicate, and nothing is stored."""
-        text = scrub(text) if isinstance(text, str) else text
-        entry = _journal.new_entry(text, importance=importance, category=category)
+        check_workspace(self.config)
+        entry, redacted = new_entry(text, importance=importance, category=category)
         with self._remember_lock:
             duplicate = None if force else self.duplicate(entry.text)
             if duplicate is not None:
                 return StoreResult(
-                    action="duplicate", entry=duplicate.entry, similarity=duplicate.similarity
+                    action="duplicate",
+                    entry=duplicate.entry,
+                    similarity=duplicate.similarity,
+                    redacted=redacted,
                 )
-            return StoreResult(action="created", entry=self._append(entry))
+            return StoreResult(action="created", entry=self._append(entry), redacted=redacted)
 
     def forget(self, entry_id: str) -> Entry:
         """Remove the entry ``entry_id``; raises :class:`NotFound` if absent."""
+        check_workspace(self.config)
         try:
             entry = _journal.remove_entry(self.path, entry_id)
         except OSError as error:
@@ -279,6 +304,7 @@ class EntryBook:
 
     def forget_entry(self, *, entry_id: str | None, query: str | None) -> ForgetResult:
         """Forget ``entry_id``, or the one entry ``query`` matches (see :meth:`forget_target`)."""
+        check_workspace(self.config)
         if entry_id is not None:
             return ForgetResult(action="deleted", deleted=self.forget(entry_id))
         target, candidates = self.forget_target(scrub(query or ""))
@@ -287,6 +313,7 @@ class EntryBook:
         return ForgetResult(action="deleted", deleted=self.forget(target.entry.id))
 
     def _append(self, entry: Entry) -> Entry:
+        check_workspace(self.config)  # the journal's folder may be made, the workspace never
         try:
             _journal.append_entry(self.path, entry)
         except OSError as error:

@@ -41,7 +41,7 @@ def checkpoint_path(state_dir: Path, target: str) -> Path:
 
 
 def lock_path(state_dir: Path, target: str) -> Path:
-    """The lock a migration into ``target`` holds while it runs (see ``_indexlock``)."""
+    """The lock a migration into ``target`` holds while it runs (see ``_routing.indexlock``)."""
     return checkpoint_path(state_dir, target).with_suffix(".lock")
 
 

@@ -12,7 +12,7 @@ needs (the router's :meth:`~memory_router.Router.fingerprint`):
 
 Before ``re-embed`` and ``rebuild``, a source whose provider, model and size match ours
 hands its vectors to the embedding cache, so nothing it already had is embedded again.
-Copies stream in batches into a :class:`~memory_router.Staging` beside the live index,
+Copies stream in batches into a :class:`~memory_router.kit.Staging` beside the live index,
 with a :mod:`checkpoint <memory_router._migrate.checkpoint>` after each batch, and go live in one
 step at the end.
 """
@@ -139,6 +139,7 @@ def migrate(
     """
     if router.is_closed:
         raise closed_error()
+    router.check_workspace()  # a target that indexes the Markdown would be emptied
     from_path = os.fspath(source_path) if source_path is not None else None
     to_path = os.fspath(target_path) if target_path is not None else None
     check_distinct(source, target, from_path, to_path)

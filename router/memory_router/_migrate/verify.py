@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import random
 import re
-import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -185,7 +184,7 @@ def searcher(router: Router, source: Any) -> Iterator[Backend]:
         )
     with tempfile.TemporaryDirectory(prefix="memory-router-verify-") as folder:
         copy = Path(folder) / "source.sqlite"
-        _copy_index(Path(source.path), copy)
+        source.copy_to(copy)
         settings: Any = parse_settings(
             spec.settings, {"path": str(copy)}, path="<migrate --from-path>", table="backends"
         )
@@ -201,9 +200,3 @@ def searcher(router: Router, source: Any) -> Iterator[Backend]:
             yield backend
         finally:
             backend.close()
-
-
-def _copy_index(source: Path, target: Path) -> None:
-    for suffix in ("", "-wal"):
-        if Path(f"{source}{suffix}").exists():
-            shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from .._config.commandline import command
+from .._config.config import Config
 from .._routing.health import HealthFile
 from .._routing.indexlock import holder
 from .._types import Fallback, _ToDict
@@ -71,14 +73,20 @@ def _size(folder: Path) -> int:
     return total
 
 
-def agent_line(agent: AgentInfo) -> str:
-    """``<id>  <size>  <health>`` for ``memory-router agents``."""
+def agent_line(agent: AgentInfo, config: Config | None = None) -> str:
+    """``<id>  <size>  <health>`` for ``memory-router agents``; a fix names ``config``'s
+    file (:func:`command`) when given."""
     size = f"{agent.index_bytes / 2**20:.1f} MiB"
     notes = []
     if agent.open_breakers:
         notes.append(f"circuit open: {', '.join(agent.open_breakers)}")
     if agent.damaged:
-        notes.append("damaged index (run memory-router --agent " + agent.id + " doctor --fix)")
+        fix = (
+            command(config.replace(agent_id=agent.id), "doctor", "--fix")
+            if config is not None
+            else f"memory-router --agent {agent.id} doctor --fix"
+        )
+        notes.append(f"damaged index (run {fix})")
     if agent.syncing_pid:
         notes.append(f"syncing (process {agent.syncing_pid})")
     if agent.last_fallback:

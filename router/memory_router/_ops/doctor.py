@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._config.commandline import command
 from .._exceptions import MemoryRouterError, Unsupported
 from .._migrate.checkpoint import checkpoint_path, clear_checkpoint, load_checkpoint, lock_path
 from .._routing.indexlock import holder, lock_holder
 from .._routing.status import source_counts
 from .._types import BackendStatus, EmbeddingStatus, SyncReport, _ToDict
 from .._workspace.checks import check_workspace
+from .._workspace.discovery import LINK_WARNING
 from .._workspace.snapshot import FTS_ONLY, take_snapshot
 
 if TYPE_CHECKING:
@@ -52,7 +55,7 @@ def checks(router: Router) -> list[Check]:
     if workspace.ok:
         found.extend(_memory_files(router))
     status = router.status(deep=True)
-    found.append(_embedding_check(status.embedding))
+    found.append(_embedding_check(router, status.embedding))
     found.extend(_backend(router, backend, workspace.ok) for backend in status.backends)
     found.extend(_lock(router, name) for name in router.config.router.chain)
     found.extend(_migrations(router))
@@ -106,21 +109,36 @@ def _workspace(router: Router) -> Check:
 
 
 def _memory_files(router: Router) -> Iterator[Check]:
-    """A check when some memory files are not plain UTF-8: ✗ for files left out because
-    they look binary, ✓ naming the files read with a fallback encoding."""
+    """A check when some memory files are left out or not plain UTF-8: ✗ for files left
+    out (they look binary, are symbolic links, or are over ``[sync] max_file_bytes``),
+    ✓ naming the files read with a fallback encoding."""
     snapshot = take_snapshot(router.config, fingerprint={}, model=FTS_ONLY)
     indexed = {doc.path for doc in snapshot.documents}
-    skipped = [f"{p}: {w}" for p, w in snapshot.warnings.items() if p not in indexed]
+    skipped = {p: w for p, w in snapshot.warnings.items() if p not in indexed}
     decoded = [f"{p}: {w}" for p, w in snapshot.warnings.items() if p in indexed]
     if skipped:
         yield Check(
             name="memory files",
             ok=False,
-            detail="; ".join(skipped),
-            fix="move these files out of the memory folders, or save them as text Markdown",
+            detail="; ".join(f"{p}: {w}" for p, w in skipped.items()),
+            fix="; ".join(_skip_fixes(router, skipped.values())),
         )
     if decoded:
         yield Check(name="file encodings", ok=True, detail="; ".join(decoded))
+
+
+def _skip_fixes(router: Router, warnings: Iterable[str]) -> list[str]:
+    """What to do about each reason a file was left out, once per reason."""
+    fixes: dict[str, None] = {}
+    where = router.config.file or "the config file"
+    for warning in warnings:
+        if warning == LINK_WARNING:
+            fixes["replace each link with the note itself (links are never followed)"] = None
+        elif "max_file_bytes" in warning:
+            fixes[f"split large notes, or raise [sync] max_file_bytes in {where}"] = None
+        else:
+            fixes["move binary files out of the memory folders, or save them as Markdown"] = None
+    return list(fixes)
 
 
 def workspace_fix(router: Router, then: str) -> str:
@@ -132,7 +150,8 @@ def workspace_fix(router: Router, then: str) -> str:
 
 def _state_dir(router: Router) -> Check:
     folder = router.config.agent_state_path
-    fix = f"mkdir -p {folder} && chmod u+rwx {folder}, or set state_dir to a writable folder"
+    quoted = shlex.quote(str(folder))
+    fix = f"mkdir -p {quoted} && chmod u+rwx {quoted}, or set state_dir to a writable folder"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         probe = folder / f".doctor-{uuid.uuid4().hex}"
@@ -149,7 +168,7 @@ def _state_dir(router: Router) -> Check:
     return Check(name="state dir", ok=True, detail=detail)
 
 
-def _embedding_check(info: EmbeddingStatus) -> Check:
+def _embedding_check(router: Router, info: EmbeddingStatus) -> Check:
     if not info.available:
         return Check(
             name="embeddings",
@@ -166,7 +185,7 @@ def _embedding_check(info: EmbeddingStatus) -> Check:
             name="embeddings",
             ok=False,
             detail=f"{name}: {info.error}",
-            fix="`memory-router status --deep` shows the provider's error",
+            fix=f"`{command(router.config, 'status', '--deep')}` shows the provider's error",
         )
     latency = info.latency_ms or 0.0
     return Check(name="embeddings", ok=True, detail=f"{name} ({info.dims} dims, {latency:.0f} ms)")
@@ -185,7 +204,7 @@ def _backend(router: Router, status: BackendStatus, workspace_ok: bool = True) -
             name=label,
             ok=False,
             detail=status.error or "unavailable",
-            fix=str(hint) if hint else "memory-router doctor --fix",
+            fix=str(hint) if hint else command(router.config, "doctor", "--fix"),
             repairable=not hint,
             backend=name,
         )
@@ -195,7 +214,7 @@ def _backend(router: Router, status: BackendStatus, workspace_ok: bool = True) -
             name=label,
             ok=False,
             detail=f"{problem}; kept as it is while the workspace cannot be read",
-            fix=workspace_fix(router, f"memory-router index --backend {name}"),
+            fix=workspace_fix(router, command(router.config, "index", "--backend", name)),
             backend=name,
         )
     if problem:
@@ -203,7 +222,7 @@ def _backend(router: Router, status: BackendStatus, workspace_ok: bool = True) -
             name=label,
             ok=False,
             detail=problem,
-            fix=f"memory-router index --backend {name}",
+            fix=command(router.config, "index", "--backend", name),
             repairable=True,
             backend=name,
         )
@@ -257,23 +276,27 @@ def _migrations(router: Router) -> Iterator[Check]:
         if pid is not None:
             yield Check(name=name, ok=True, detail=f"running in process {pid}: {progress}")
             continue
-        source = _option("from", saved.source)
-        target = _option("to", saved.target)
+        resume = command(
+            router.config,
+            "migrate",
+            *_option("from", saved.source),
+            *_option("to", saved.target),
+            "--resume",
+        )
         yield Check(
             name=name,
             ok=False,
             detail=f"unfinished: {progress} written (interrupted); its copy is kept beside"
             " the live index",
-            fix=f"memory-router migrate {source} {target} --resume (without --resume it"
-            " starts clean)",
+            fix=f"{resume} (without --resume it starts clean)",
         )
 
 
-def _option(name: str, label: str) -> str:
+def _option(name: str, label: str) -> tuple[str, str]:
     """``--from NAME`` or ``--from-path PATH`` for a checkpoint's source or target label."""
     if label.startswith("file:"):
-        return f"--{name}-path {label.removeprefix('file:')}"
-    return f"--{name} {label}"
+        return f"--{name}-path", label.removeprefix("file:")
+    return f"--{name}", label
 
 
 def lines(found: list[Check]) -> Iterator[str]:

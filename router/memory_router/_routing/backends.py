@@ -159,17 +159,20 @@ class Backends:
             return self._built[name]
 
     def _build(self, name: str) -> Backend:
-        spec = self.specs.get(name)
-        if spec is None:
-            raise NotFound(f"no backend named {name!r}", key=name)
+        self.check_names((name,))
+        spec = self.specs[name]
         unset = self.unset_secret(name)
         if unset is not None:  # not "no key": a store would try other credentials
             raise BackendUnavailable(unset.message, backend=name, hint=unset.hint)
+        # A read-only state folder still answers: the backend refuses only writes.
+        state_dir = ensure_dir(
+            self.config.agent_state_path / name, key="state_dir", must_write=False
+        )
         context = BackendContext(
             name=name,
             config=self.config,
             settings=self.settings.get(name),
-            state_dir=ensure_dir(self.config.agent_state_path / name, key="state_dir"),
+            state_dir=state_dir,
             embedder=self.embedder,
         )
         try:

@@ -7,14 +7,10 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from .._exceptions import BackendUnavailable
+from .._exceptions import CircuitOpen as CircuitOpen  # its home until now; re-exported
 from .._types import BreakerState
 
 log = logging.getLogger("memory_router.chain")
-
-
-class CircuitOpen(BackendUnavailable):
-    """The backend was not asked: its circuit is open (not a new failure of its own)."""
 
 
 class CircuitBreaker:

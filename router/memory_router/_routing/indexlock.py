@@ -15,7 +15,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .._exceptions import ConfigError, MemoryRouterError
+from .._exceptions import ConfigError
+from .._exceptions import IndexBusy as IndexBusy  # its home until now; re-exported
 from .._types import Progress, no_progress
 
 LOCK_FILE = "index.lock"
@@ -25,15 +26,6 @@ BUSY_HINT = (
     " command again"
 )
 """How long :meth:`Router.sync` waits for another process's sync by default."""
-
-
-class IndexBusy(MemoryRouterError):
-    """Another process holds a lock of this agent — it is syncing an index, or migrating
-    into one — and did not let go in time."""
-
-    def __init__(self, message: str, *, pid: int | None, hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.pid = pid
 
 
 def holder(folder: Path) -> int | None:

@@ -68,6 +68,11 @@ class SyncLedger:
         dirty = seen != self._changes or stale
         return (dirty and self._sync.on_search) or (new_session and self._sync.on_session_start)
 
+    def pending(self, name: str) -> bool:
+        """Whether changes made through this router (``store``/``forget``) are not yet in
+        ``name``'s index. A first sync alone is no known change: it checks."""
+        return self._changes > max(1, self._seen.get(name, 0))
+
     def synced(self, name: str, seen: int) -> None:
         """Record that ``name`` finished a sync that started at change count ``seen``."""
         with self._lock:

@@ -62,6 +62,10 @@ class Reconciler:
             self._drop_scan(name)
             return (), None
         if getattr(backend, "sync_in_background", False):
+            # Said only of changes this router knows of: a sidecar keeps its own index
+            # fresh, and a process's first sync only checks (every CLI search has one).
+            if not self.ledger.pending(name):
+                return (), None
             return (f"{name}: the index may be stale: a sync is running in the background",), None
         # The primary's own reconcile stays synchronous (cheap, and what makes hand edits
         # visible); a standby gets sync_wait_s, so a cold one answers within seconds.

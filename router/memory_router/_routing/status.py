@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from .._config.config import Config
 from .._exceptions import ConfigError
-from .._types import RouterStatus
+from .._types import RouterStatus, SearchResponse
 from .._workspace.checks import check_workspace
 from .._workspace.snapshot import FTS_ONLY, take_snapshot
 
@@ -63,3 +64,13 @@ def workspace_problem(config: Config) -> tuple[str | None, str | None]:
     except ConfigError as error:
         return error.message, error.hint
     return None, None
+
+
+def noting_workspace(config: Config, response: SearchResponse) -> SearchResponse:
+    """``response``, with a note when the workspace cannot be read (the workspace check):
+    the index as it was answered, and it may be stale."""
+    error, hint = workspace_problem(config)
+    if error is None or any(error in note for note in response.notes):
+        return response
+    note = f"answered from the index as it was: {error}" + (f" ({hint})" if hint else "")
+    return dataclasses.replace(response, notes=(*response.notes, note))

@@ -2,7 +2,7 @@
 
 A cosine of 0.3 is noise for one model and a paraphrase for another, so a single threshold
 cannot serve all. :func:`vector_scale` maps a model's cosine into [0, 1] (its noise level
-to 0, a near-duplicate to 1) for :func:`~memory_router.convex_fusion`,
+to 0, a near-duplicate to 1) for :func:`~memory_router.kit.convex_fusion`,
 so that the one default ``min_score`` (0.2) keeps a true paraphrase and drops noise
 with every calibrated model. The numbers were measured with ``memory-router bench`` (see
 docs/performance.md, "Scores that mean something"); a model that is not listed keeps raw

@@ -29,7 +29,7 @@ backend's hybrid has the same semantics.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -74,9 +74,6 @@ class VectorScale:
         if span <= 0:
             return 1.0 if cosine >= self.ceiling else 0.0
         return min(1.0, max(0.0, (cosine - self.floor) / span))
-
-
-Normaliser = Callable[[Mapping[str, float]], dict[str, float]]
 
 
 def _combine(
@@ -199,7 +196,7 @@ def convex_fusion(
     """Calibrated cosine and best-scaled keyword scores in a convex combination.
 
     ``coverage`` (id → share of the query's keywords the chunk holds, see
-    :func:`~memory_router.keyword_coverage`) multiplies the keyword side, so one common
+    :func:`~memory_router.kit.keyword_coverage`) multiplies the keyword side, so one common
     word shared with a long question does not count as a full keyword match; and both
     sides are scaled by the :func:`query_support` it gives, so a question the memory holds
     only one word of scores low everywhere.

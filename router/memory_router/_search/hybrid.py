@@ -10,7 +10,6 @@ score means what a hybrid one does.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from .._config.config import HybridConfig
 from .._types import Explain, Hit, ScoredChunk
@@ -46,8 +45,11 @@ def fuse_chunks(
     )
     rows = {**vector, **keyword}
     return [
-        replace(
-            rows[f.id].hit(backend, f.score, f.vector, f.text),
+        rows[f.id].hit(
+            backend,
+            f.score,
+            f.vector,
+            f.text,
             explain=Explain(
                 relevance=f.score,
                 score=f.score,
@@ -82,8 +84,11 @@ def keyword_chunks(keyword: Mapping[str, ScoredChunk], *, query: str, backend: s
         {k: keyword_coverage(query, r.text) for k, r in keyword.items()},
     )
     return [
-        replace(
-            keyword[f.id].hit(backend, f.score, None, f.text),
+        keyword[f.id].hit(
+            backend,
+            f.score,
+            None,
+            f.text,
             explain=Explain(
                 relevance=f.score,
                 score=f.score,

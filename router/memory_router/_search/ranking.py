@@ -174,15 +174,18 @@ def clamp_budget(hits: Sequence[Hit], budget: int) -> list[Hit]:
     return out
 
 
-def _explained(hit: Hit) -> Explain:
-    """The explanation a backend pre-filled, or one built from the hit's side scores."""
-    base = hit.explain or Explain(relevance=hit.score, score=hit.score)
+def _explained(hit: Hit, *, decay: float, importance: float, score: float) -> Explain:
+    """The explanation a backend pre-filled (or a new one) completed with the hit's side
+    scores and the factors :func:`weigh` applied; ``relevance`` is the score before them."""
+    base = hit.explain or Explain(relevance=hit.score, score=score)
     return dataclasses.replace(
         base,
         relevance=hit.score,
-        score=hit.score,
+        score=score,
         vector_score=hit.vector_score,
         text_score=hit.text_score,
+        decay=decay,
+        importance=importance,
     )
 
 
@@ -211,7 +214,7 @@ def _drop(hit: Hit, reason: str) -> Hit:
 
 def weigh(result: BackendResult, config: Config, *, now: float) -> list[Hit]:
     """Candidates rescored by decay and entry weight, best first, each with an :class:`Explain`."""
-    hits = [dataclasses.replace(h, explain=_explained(h)) for h in result.hits]
+    hits = result.hits
     q = config.query
     decays = decay_factors(hits, config, now=now) if q.temporal_decay.enabled else None
     weighed = []
@@ -219,8 +222,7 @@ def weigh(result: BackendResult, config: Config, *, now: float) -> list[Hit]:
         decay = decays[index] if decays else 1.0
         weight = entry_weight(hit.entry, config.entries.ranking, now=now) if hit.entry else 1.0
         score = min(1.0, max(0.0, hit.score * decay * weight))
-        assert hit.explain is not None
-        explain = dataclasses.replace(hit.explain, decay=decay, importance=weight, score=score)
+        explain = _explained(hit, decay=decay, importance=weight, score=score)
         weighed.append(dataclasses.replace(hit, score=score, explain=explain))
     weighed.sort(key=lambda h: -h.score)
     if not q.mmr.enabled:
@@ -245,12 +247,13 @@ def reaches(score: float, threshold: float) -> bool:
 
 
 def select(
-    hits: Sequence[Hit], result: BackendResult, request: SearchRequest
+    hits: Sequence[Hit], result: BackendResult, request: SearchRequest, *, explain: bool = True
 ) -> tuple[list[Hit], list[Hit]]:
     """Min score (on relevance, before decay) with keyword relaxation.
 
     Returns ``(passing, dropped)`` (best first; :func:`shape_all` takes ``max_results`` of
-    the passing ones); each dropped hit's explanation says why.
+    the passing ones); each dropped hit's explanation says why. Without ``explain``
+    ``dropped`` is empty (nobody reads it, and a search has up to 200 candidates).
     """
 
     def relevance(hit: Hit) -> float:
@@ -265,6 +268,8 @@ def select(
             f" backend's relaxation keeps keyword hits at {floor:g} or more"
         )
         passing = [_relaxed(h, why) for h in kept]
+    if not explain:
+        return passing, []
     chosen = {id(h) for h in passing}
     dropped = [
         _drop(h, f"relevance {relevance(h):.3f} under min_score = {request.min_score:g}")
@@ -302,7 +307,7 @@ def shape_all(
     """
     q = config.query
     hits = weigh(result, config, now=time.time() if now is None else now)
-    passing, dropped = select(hits, result, request)
+    passing, dropped = select(hits, result, request, explain=explain)
     decorate = citations_on(config.citations, session_key)
     passages: list[Passage] = []
     shown: Shown = {}
@@ -319,8 +324,9 @@ def shape_all(
         if decorate and len(passages) > before:  # a hit of its own: its Source line is read
             used += len(SOURCE) + len(citation(hit))
         taken += 1
-    beyond = f"beyond max_results = {request.max_results}"
-    dropped = [_drop(h, beyond) for h in passing[taken:]] + dropped
+    if explain:
+        beyond = f"beyond max_results = {request.max_results}"
+        dropped = [_drop(h, beyond) for h in passing[taken:]] + dropped
     shaped = []
     for passage in passages:
         hit = passage.hit()
@@ -333,8 +339,9 @@ def shape_all(
     over = [
         _drop(h, f"over max_injected_chars = {q.max_injected_chars}") for h in shaped[len(final) :]
     ]
-    query = request.query
-    return with_keywords(final, query), with_keywords(over + dropped, query)
+    if not explain:
+        return final, over + dropped
+    return with_keywords(final, request.query), with_keywords(over + dropped, request.query)
 
 
 def entry_weight(entry: Entry, ranking: EntryRankingConfig, *, now: float) -> float:

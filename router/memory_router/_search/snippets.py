@@ -1,7 +1,7 @@
 """Which part of a long chunk a snippet shows: the lines that match the most query terms.
 
 A chunk longer than ``max_snippet_chars`` used to be cut at its head, so an answer in its
-second half was never shown to the agent. :func:`best_window` picks the run of whole lines
+second half was never shown to the agent. :func:`window` picks the run of whole lines
 that fits the budget and holds the most distinct query keywords (ties: the earliest);
 :func:`best_lines` gives such a run as line numbers, for a backend that cites lines of a
 whole document, and :func:`best_runs` the next best runs too. Keywords may be weighted
@@ -49,18 +49,30 @@ def _positions(stem: str, text: str) -> Iterator[int]:
 
 
 def _contains(text: str, stem: str) -> bool:
-    return next(_positions(stem, text), None) is not None
+    if stem not in text:  # the usual answer, found without the pattern
+        return False
+    pattern = _pattern(stem)
+    return pattern is None or pattern.search(text) is not None
 
 
 def _stem_weights(query: str, weights: Mapping[str, float] | None) -> dict[str, float]:
     """Each keyword stem of ``query`` and its weight (the largest of its keywords'; 1 by
     default, and for a keyword ``weights`` does not name)."""
+    if weights is None:
+        return dict.fromkeys(_stems(query), 1.0)
     out: dict[str, float] = {}
     for keyword in query_keywords(query):
-        weight = 1.0 if weights is None else max(0.0, weights.get(keyword, 1.0))
+        weight = max(0.0, weights.get(keyword, 1.0))
         stem = _stem(keyword)
         out[stem] = max(out.get(stem, 0.0), weight)
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _stems(query: str) -> tuple[str, ...]:
+    """The keyword stems of ``query``, each once: a search asks for them once per
+    candidate (:func:`keyword_coverage`), so they are worked out once per query."""
+    return tuple(dict.fromkeys(_stem(k) for k in query_keywords(query)))
 
 
 def line_terms(lines: Sequence[str], query: str) -> list[frozenset[str]]:
@@ -120,12 +132,6 @@ def term_weights(terms: list[frozenset[str]]) -> dict[str, float]:
         for term in found:
             counts[term] = counts.get(term, 0) + 1
     return {t: math.log(1 + len(terms) / n) for t, n in counts.items()}
-
-
-def best_window(text: str, query: str, max_chars: int) -> str:
-    """``text`` if it fits; else the window of whole lines with the most telling query terms
-    (see :func:`window`)."""
-    return window(text, query, max_chars)[1]
 
 
 def window(text: str, query: str, max_chars: int) -> tuple[int, str]:

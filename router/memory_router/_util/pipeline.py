@@ -35,43 +35,12 @@ def prefetch(
     that computes an item may watch it to end early, so the consumer does not wait for
     a long item it no longer wants.
     """
-    slots: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=max(1, depth))
-    stop = threading.Event()
-
-    def put(item: tuple[bool, Any]) -> bool:
-        while not stop.is_set():
-            try:
-                slots.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        iterator = iter(items)
-        try:
-            for item in iterator:
-                if not put((True, item)):
-                    return
-            put((True, _END))
-        except BaseException as error:  # handed to the consumer, raised there
-            put((False, error))
-        finally:
-            close = getattr(iterator, "close", None)
-            if close is not None:
-                close()
-
-    thread = threading.Thread(target=produce, name=name, daemon=True)
-    thread.start()
+    producer = _Producer(items, depth=depth, name=name)
+    producer.thread.start()
     finished = False
     try:
         while True:
-            try:  # in slices: a consumer on the main thread must still see Ctrl-C
-                ok, item = slots.get(timeout=SLICE_S)
-            except queue.Empty:
-                if thread.is_alive() or not slots.empty():
-                    continue
-                raise RuntimeError(f"{name}: the producer ended without a last item") from None
+            ok, item = producer.take()
             if not ok:
                 raise item
             if item is _END:
@@ -79,7 +48,53 @@ def prefetch(
                 return
             yield item
     finally:
-        stop.set()
+        producer.stop.set()
         if not finished and cancel is not None:
             cancel.set()
-        join_thread(thread)
+        join_thread(producer.thread)
+
+
+class _Producer:
+    """The background half of :func:`prefetch`: computes items into a bounded queue,
+    ``(True, item)`` each, then ``(True, _END)``, or ``(False, error)``; stops putting
+    once ``stop`` is set."""
+
+    def __init__(self, items: Iterable[Any], *, depth: int, name: str) -> None:
+        self.name = name
+        self.slots: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=max(1, depth))
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(items,), name=name, daemon=True)
+
+    def take(self) -> tuple[bool, Any]:
+        """The next slot. Waits in slices: a consumer on the main thread must still see
+        Ctrl-C."""
+        while True:
+            try:
+                return self.slots.get(timeout=SLICE_S)
+            except queue.Empty:
+                if self.thread.is_alive() or not self.slots.empty():
+                    continue
+                raise RuntimeError(f"{self.name}: the producer ended without a last item") from None
+
+    def _put(self, item: tuple[bool, Any]) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.slots.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self, items: Iterable[Any]) -> None:
+        iterator = iter(items)
+        try:
+            for item in iterator:
+                if not self._put((True, item)):
+                    return
+            self._put((True, _END))
+        except BaseException as error:  # handed to the consumer, raised there
+            self._put((False, error))
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 from .._config.config import Config
@@ -16,7 +17,10 @@ def check_workspace(config: Config) -> Path:
     """The workspace folder, or a :class:`ConfigError` when it is missing or unreadable.
 
     Syncing a workspace that is not there (a typo, an unmounted volume) would look like
-    every memory file was deleted and empty the index; this refuses first.
+    every memory file was deleted and empty the index; this refuses first. The one
+    workspace check: every door (each CLI command that uses memory, ``Router.from_config``
+    and the router's operations, ``serve``, ``mcp``, ``watch`` and the tools they serve)
+    goes through it, and nothing ever creates a missing workspace.
     """
     path = config.workspace_path
     where = config.file or "<defaults>"
@@ -30,21 +34,22 @@ def check_workspace(config: Config) -> Path:
             f"the workspace {path} does not exist; nothing was indexed or removed",
             path=config.file,
             key="workspace",
-            hint=f"create it (mkdir -p {path}), mount it, or {fix}",
+            hint=f"create it (mkdir -p {shlex.quote(str(path))}), mount it, or {fix}",
         )
     if not path.is_dir():
         raise ConfigError(
             f"the workspace {path} is not a folder", path=config.file, key="workspace", hint=fix
         )
-    try:
-        os.listdir(path)
+    try:  # opening it is what proves it readable; one entry is enough (a check per search)
+        with os.scandir(path) as entries:
+            next(entries, None)
     except OSError as error:
         raise ConfigError(
             f"the workspace {path} cannot be read ({error.strerror or error});"
             " nothing was indexed or removed",
             path=config.file,
             key="workspace",
-            hint=f"make it readable (chmod u+rx {path}) or {fix}",
+            hint=f"make it readable (chmod u+rx {shlex.quote(str(path))}) or {fix}",
         ) from error
     return path
 

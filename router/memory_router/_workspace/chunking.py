@@ -184,41 +184,6 @@ def chunk_markdown(text: str, *, tokens: int, overlap: int) -> list[RawChunk]:
     return chunks
 
 
-def _utf8_cut(data: bytes, budget: int) -> int:
-    """The longest prefix length of UTF-8 ``data`` within ``budget`` bytes that ends on a
-    character boundary; at least one whole character, so progress is always made."""
-    if len(data) <= budget:
-        return len(data)
-    cut = max(budget, 1)
-    while cut > 0 and (data[cut] & 0xC0) == 0x80:
-        cut -= 1
-    if cut == 0:  # budget smaller than the first character: take that character whole
-        cut = 1
-        while cut < len(data) and (data[cut] & 0xC0) == 0x80:
-            cut += 1
-    return cut
-
-
-def split_oversized(chunks: Sequence[RawChunk], max_bytes: int) -> list[RawChunk]:
-    """Split chunks longer than ``max_bytes`` UTF-8 bytes (§1.3 step 7).
-
-    Pieces are the longest prefixes within the budget, never cutting a character; each
-    keeps its parent's line range and gets its own hash. Chunks within budget pass as-is.
-    """
-    result: list[RawChunk] = []
-    for chunk in chunks:
-        data = chunk.text.encode("utf-8", "surrogatepass")
-        if len(data) <= max_bytes:
-            result.append(chunk)
-            continue
-        while data:
-            cut = _utf8_cut(data, max_bytes)
-            piece = data[:cut].decode("utf-8", "surrogatepass")
-            result.append(RawChunk(chunk.start_line, chunk.end_line, piece, sha256_hex(piece)))
-            data = data[cut:]
-    return result
-
-
 def chunk_id(
     source: str, path: str, start_line: int, end_line: int, chunk_hash: str, model: str
 ) -> str:

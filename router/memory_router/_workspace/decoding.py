@@ -10,7 +10,8 @@ indexing, whatever the backend, and ``get``):
   tab, newline, carriage return, form feed, backspace and escape): binary, not read —
   valid UTF-8 included (NUL and control bytes are valid UTF-8, and a file of them is no
   note, nor text any search could find);
-* valid UTF-8 is read as UTF-8 (unchanged: a BOM stays part of the text);
+* valid UTF-8 is read as UTF-8, unchanged but for a leading byte-order mark, which is
+  not text (it would show in snippets and glue itself to the first word);
 * mostly UTF-8 with a few bad bytes (at least as many valid multi-byte characters): UTF-8,
   the bad bytes replaced with U+FFFD;
 * anything else is read as Windows-1252 (cp1252, which covers Latin-1's letters), or as
@@ -30,6 +31,7 @@ _TEXT_CONTROLS = frozenset(b"\t\n\r\f\b\x1b")
 # Every byte but the counted controls, deleted by ``bytes.translate`` to count them at C speed.
 _NOT_CONTROLS = bytes(b for b in range(256) if not (b < 0x20 or b == 0x7F) or b in _TEXT_CONTROLS)
 _REPLACEMENT = "\ufffd"
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +60,7 @@ def decode(data: bytes) -> Decoded:
     why = _binary(data)
     if why:
         return Decoded(text=None, encoding="", warning=f"looks binary ({why}); not indexed")
+    data = data.removeprefix(_UTF8_BOM)
     try:
         return Decoded(text=data.decode("utf-8"), encoding="utf-8")
     except UnicodeDecodeError:

@@ -4,8 +4,11 @@ Memory files are the workspace's ``MEMORY.md`` and ``memory.md``, every ``*.md``
 ``memory/`` (recursive), and the configured extra paths (a directory is walked for ``*.md``,
 a file is taken if it ends in ``.md``). Everywhere:
 
-* symbolic links are skipped, whether they point at files or directories, and so are
-  non-regular files (FIFOs, sockets, devices);
+* symbolic links are skipped, whether they point at files or directories (a note could
+  otherwise lead out of the workspace), with a warning naming each one; so are
+  non-regular files (FIFOs, sockets, devices), silently;
+* a Markdown note over ``[sync] max_file_bytes`` is skipped with a warning (one 37 MB
+  note is 50,000 chunks and an hour of embedding); the entries journal has no limit;
 * directories in :data:`IGNORED_DIRS` are not descended into;
 * a path that does not exist or cannot be read is simply absent (never an error);
 * a file reached twice (an extra path inside ``memory/``…) is listed once, de-duplicated by
@@ -66,9 +69,12 @@ IGNORED_DIRS: frozenset[str] = frozenset(
 KnownFiles = Mapping[str, tuple[float, int, str]]
 """``path -> (mtime, size, hash)`` of files already indexed, to skip re-hashing them."""
 
+LINK_WARNING = "a symbolic link; not indexed (links are never followed)"
 
-def _walk(directory: str, found: list[str]) -> None:
-    """Append every regular ``*.md`` file under ``directory``, not following links."""
+
+def _walk(directory: str, found: list[str], links: list[str] | None = None) -> None:
+    """Append every regular ``*.md`` file under ``directory``, not following links; the
+    links that would have been notes or folders go to ``links``."""
     try:
         entries = list(os.scandir(directory))
     except OSError:
@@ -76,10 +82,12 @@ def _walk(directory: str, found: list[str]) -> None:
     for entry in entries:
         try:
             if entry.is_symlink():
+                if links is not None and (entry.name.endswith(".md") or entry.is_dir()):
+                    links.append(entry.path)
                 continue
             if entry.is_dir(follow_symlinks=False):
                 if entry.name not in IGNORED_DIRS:
-                    _walk(entry.path, found)
+                    _walk(entry.path, found, links)
             elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
                 found.append(entry.path)
         except OSError:
@@ -93,13 +101,17 @@ def _lstat(path: str) -> os.stat_result | None:
         return None
 
 
-def _add_root(path: str, found: list[str]) -> None:
+def _add_root(path: str, found: list[str], links: list[str] | None = None) -> None:
     """A top-level path: a regular ``.md`` file is taken, a real directory is walked."""
     info = _lstat(path)
-    if info is None or stat.S_ISLNK(info.st_mode):
+    if info is None:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        if links is not None:
+            links.append(path)
         return
     if stat.S_ISDIR(info.st_mode):
-        _walk(path, found)
+        _walk(path, found, links)
     elif stat.S_ISREG(info.st_mode) and path.endswith(".md"):
         found.append(path)
 
@@ -112,21 +124,20 @@ def _roots(workspace: Path, extra_paths: Sequence[Path]) -> Iterator[str]:
         yield os.path.normpath(os.path.join(base, extra))
 
 
-def list_memory_files(workspace: Path, extra_paths: Sequence[Path]) -> list[Path]:
+def list_memory_files(
+    workspace: Path, extra_paths: Sequence[Path], links: list[str] | None = None
+) -> list[str]:
     """Every memory file of ``workspace`` plus ``extra_paths``, once each, sorted.
 
     Relative extra paths are taken relative to the workspace. Never raises for a path that
-    is missing or unreadable.
+    is missing or unreadable. Symbolic links are not followed; when ``links`` is given,
+    each one skipped is appended to it (so callers can warn instead of skipping silently).
     """
-    return [Path(p) for p in _list_files(workspace, extra_paths)]
-
-
-def _list_files(workspace: Path, extra_paths: Sequence[Path]) -> list[str]:
     seen: set[str] = set()
     result: list[str] = []
     for root in _roots(workspace, extra_paths):
         files: list[str] = []
-        _add_root(root, files)
+        _add_root(root, files, links)
         # Nothing below a root is a link (links are skipped), so resolving the root once
         # gives every file's real path.
         real_root = os.path.realpath(root)
@@ -187,8 +198,18 @@ def _hash_file(path: str, kind: str) -> tuple[str | None, str | None, os.stat_re
 
 
 def _document(
-    path: str, rel: str, kind: str, known: KnownFiles | None, warnings: dict[str, str]
+    path: str,
+    rel: str,
+    kind: str,
+    known: KnownFiles | None,
+    warnings: dict[str, str],
+    max_bytes: int = 0,
 ) -> Document | None:
+    if max_bytes and kind != "journal":
+        size = _size(path)
+        if size > max_bytes:
+            warnings[rel] = too_large(size, max_bytes)
+            return None
     previous = known.get(rel) if known is not None else None
     if previous is not None:
         try:
@@ -206,6 +227,22 @@ def _document(
     if digest is None:
         return None
     return _make(path, rel, kind, digest, info)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def too_large(size: int, limit: int) -> str:
+    """The warning for a note of ``size`` bytes over the ``[sync] max_file_bytes`` limit."""
+    return f"{_mb(size)}, over [sync] max_file_bytes ({_mb(limit)}); not indexed"
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size:,} bytes"
 
 
 def _make(path: str, rel: str, kind: str, digest: str, info: os.stat_result) -> Document:
@@ -228,18 +265,14 @@ class Found(NamedTuple):
     warnings: dict[str, str]
 
 
-def discover_documents(config: Config, known: KnownFiles | None = None) -> list[Document]:
-    """:func:`discover`'s documents."""
-    return discover(config, known).documents
-
-
 def discover(config: Config, known: KnownFiles | None = None) -> Found:
     """The workspace's memory files as :class:`Document` records, sorted by path.
 
     ``source`` is ``"memory"``; ``kind`` is ``"journal"`` for the entries journal and
     ``"markdown"`` otherwise; ``hash`` is the sha256 of the file's text. Unreadable files
-    are skipped, and so are files that look binary (with a warning, as are files read with
-    a fallback encoding: see :mod:`._decoding`). With ``known`` (``path -> (mtime, size,
+    are skipped, and so are files that look binary, symbolic links and notes over
+    ``[sync] max_file_bytes`` (each with a warning, as are files read with a fallback
+    encoding: see :mod:`._decoding`). With ``known`` (``path -> (mtime, size,
     hash)``, e.g. from a backend's files table) a file whose mtime and size both match
     keeps its known hash without being read: the fast path for re-syncing a large, mostly
     unchanged workspace.
@@ -250,12 +283,15 @@ def discover(config: Config, known: KnownFiles | None = None) -> Found:
     base = os.path.normpath(workspace)
     journal_rel = relative_path(workspace, journal)
     documents = []
+    links: list[str] = []
     warnings: dict[str, str] = {}
-    for path in _list_files(workspace, [*extra, journal]):
+    for path in list_memory_files(workspace, [*extra, journal], links):
         rel = _relative_fast(base, path)
         kind = "journal" if rel == journal_rel else "markdown"
-        doc = _document(path, rel, kind, known, warnings)
+        doc = _document(path, rel, kind, known, warnings, config.sync.max_file_bytes)
         if doc is not None:
             documents.append(doc)
+    for link in links:
+        warnings[_relative_fast(base, link)] = LINK_WARNING
     documents.sort(key=lambda d: d.path)
     return Found(documents, dict(sorted(warnings.items())))

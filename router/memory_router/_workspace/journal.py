@@ -34,8 +34,9 @@ item is silently dropped:
   too (``*``/``+`` bullets lose their marker); a lone ``#`` heading line is skipped;
 * a repeated id gets ``~2``, ``~3``… in file order, so every entry stays addressable.
 
-Writes go to a temporary file swapped in with ``os.replace``, under a lock file beside the
-journal, so an interrupted or concurrent store/forget never loses an entry.
+Writes go to a temporary file swapped in with ``os.replace``, under a lock of the journal's
+folder (no lock file is left among the notes), so an interrupted or concurrent
+store/forget never loses an entry.
 """
 
 from __future__ import annotations
@@ -181,18 +182,24 @@ def _check_entry(entry: Entry) -> None:
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """Serialise writers of one journal: a thread lock, plus a file lock across processes."""
+    """Serialise writers of one journal: a thread lock, plus a lock across processes.
+
+    The cross-process lock is a ``flock`` of the journal's folder: a lock file would be
+    left beside the notes (the journal itself is swapped, so its inode cannot be locked).
+    """
     with _lock:
         if fcntl is None:  # pragma: no cover
             yield
             return
-        lock_path = path.with_name(f".{path.name}.lock")
-        with lock_path.open("a") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX)
             try:
                 yield
             finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+                fcntl.flock(folder, fcntl.LOCK_UN)
+        finally:
+            os.close(folder)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -1,7 +1,9 @@
 """Redaction: the one stage that masks secrets before text reaches any index.
 
-Session transcripts pass through it message by message (:func:`redact_messages`, which
-carries a private key block that a message leaves open into the next messages);
+Every text written to the entries journal (``store``, ``remember``, ``capture``, over the
+CLI, HTTP and MCP alike: :func:`redact_report`, which also names what it masked) and
+session transcripts, message by message (:func:`redact_messages`, which carries a private
+key block that a message leaves open into the next messages), pass through it;
 :func:`redact` masks one text. Three layers, applied in turn:
 
 1. **Private key blocks** (PEM, OpenSSH, PGP): from the BEGIN line to the END line, or to
@@ -22,12 +24,22 @@ index fingerprint, so an index built by an older redaction is rebuilt.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-__all__ = ["PATTERNS", "REDACTION_VERSION", "mask_secret", "redact", "redact_messages"]
+__all__ = [
+    "PATTERNS",
+    "REDACTION_VERSION",
+    "Redaction",
+    "mask_secret",
+    "redact",
+    "redact_messages",
+    "redact_report",
+]
 
 REDACTION_VERSION = 2
 """1: OpenClaw's default patterns. 2: this module (key blocks across messages, issuers'
@@ -43,46 +55,49 @@ _END = re.compile(rf"-----END {_KEY_BLOCK}-----", re.IGNORECASE)
 _KEY_MATERIAL = re.compile(r"[A-Za-z0-9+/=\\]{16,}")
 _B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=\\ \t\n")
 
-_PREFIXED = (
-    r"sk-[A-Za-z0-9_-]{8,}",  # OpenAI, Anthropic (sk-ant-), DeepSeek…
-    r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{20,}",  # GitHub
-    r"github_pat_[A-Za-z0-9_]{20,}",
-    r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas|sa|c)-[A-Za-z0-9_-]{20,}",  # GitLab
-    r"GR1348941[A-Za-z0-9_-]{20,}",  # GitLab runner registration
-    r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}",  # Stripe
-    r"whsec_[A-Za-z0-9]{20,}",
-    r"hf_[A-Za-z0-9]{20,}",  # Hugging Face
-    r"api_org_[A-Za-z0-9]{20,}",
-    r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",  # SendGrid
-    r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}",
-    r"xox[abposr]-[A-Za-z0-9-]{10,}",  # Slack
-    r"xapp-[A-Za-z0-9-]{10,}",
-    r"gsk_[A-Za-z0-9_-]{10,}",  # Groq
-    r"AIza[0-9A-Za-z_-]{20,}",  # Google API key
-    r"GOCSPX-[A-Za-z0-9_-]{20,}",  # Google OAuth client secret
-    r"ya29\.[A-Za-z0-9_-]{20,}",  # Google OAuth access token
-    r"pplx-[A-Za-z0-9_-]{10,}",  # Perplexity
-    r"npm_[A-Za-z0-9]{10,}",
-    r"pypi-AgE[A-Za-z0-9_-]{50,}",
-    r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
-    r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}",  # Discord bot
-    r"(?:AC|SK)[a-f0-9]{32}",  # Twilio
-    r"[0-9a-f]{32}-us[0-9]{1,2}",  # Mailchimp
-    r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}",  # Square
-    r"EAAA[A-Za-z0-9_-]{60,}",
-    r"AKC[a-zA-Z0-9]{10,}",  # Artifactory
-    r"do[por]_v1_[a-f0-9]{64}",  # DigitalOcean
-    r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",  # Shopify
-    r"dapi[a-h0-9]{32}",  # Databricks
-    r"lin_api_[A-Za-z0-9]{40}",  # Linear
-    r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}",  # Postman
-    r"ATATT3[A-Za-z0-9_=-]{50,}",  # Atlassian
-    r"sbp_[a-f0-9]{40}",  # Supabase
-    r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}",  # Doppler
-    r"hv[sb]\.[A-Za-z0-9_-]{24,}",  # HashiCorp Vault
-    r"tskey-[a-z]+-[A-Za-z0-9-]{20,}",  # Tailscale
-    r"AGE-SECRET-KEY-1[0-9A-Z]{50,}",  # age
-    r"key-[0-9a-f]{32}",  # Mailgun
+_PREFIXED = (  # (kind, shape): the kind is what an answer names when it masks one
+    ("openai_or_anthropic_key", r"sk-[A-Za-z0-9_-]{8,}"),  # also DeepSeek…
+    ("github_token", r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{20,}"),
+    ("github_pat", r"github_pat_[A-Za-z0-9_]{20,}"),
+    ("gitlab_token", r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas|sa|c)-[A-Za-z0-9_-]{20,}"),
+    ("gitlab_runner_token", r"GR1348941[A-Za-z0-9_-]{20,}"),
+    ("stripe_key", r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"),
+    ("stripe_webhook_secret", r"whsec_[A-Za-z0-9]{20,}"),
+    ("huggingface_token", r"hf_[A-Za-z0-9]{20,}"),
+    ("huggingface_org_token", r"api_org_[A-Za-z0-9]{20,}"),
+    ("sendgrid_key", r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
+    (
+        "aws_access_key",
+        r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}",
+    ),
+    ("slack_token", r"xox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("slack_app_token", r"xapp-[A-Za-z0-9-]{10,}"),
+    ("groq_key", r"gsk_[A-Za-z0-9_-]{10,}"),
+    ("google_api_key", r"AIza[0-9A-Za-z_-]{20,}"),
+    ("google_oauth_secret", r"GOCSPX-[A-Za-z0-9_-]{20,}"),
+    ("google_oauth_token", r"ya29\.[A-Za-z0-9_-]{20,}"),
+    ("perplexity_key", r"pplx-[A-Za-z0-9_-]{10,}"),
+    ("npm_token", r"npm_[A-Za-z0-9]{10,}"),
+    ("pypi_token", r"pypi-AgE[A-Za-z0-9_-]{50,}"),
+    ("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    ("discord_bot_token", r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}"),
+    ("twilio_key", r"(?:AC|SK)[a-f0-9]{32}"),
+    ("mailchimp_key", r"[0-9a-f]{32}-us[0-9]{1,2}"),
+    ("square_oauth_secret", r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}"),
+    ("square_access_token", r"EAAA[A-Za-z0-9_-]{60,}"),
+    ("artifactory_key", r"AKC[a-zA-Z0-9]{10,}"),
+    ("digitalocean_token", r"do[por]_v1_[a-f0-9]{64}"),
+    ("shopify_token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
+    ("databricks_token", r"dapi[a-h0-9]{32}"),
+    ("linear_key", r"lin_api_[A-Za-z0-9]{40}"),
+    ("postman_key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
+    ("atlassian_token", r"ATATT3[A-Za-z0-9_=-]{50,}"),
+    ("supabase_token", r"sbp_[a-f0-9]{40}"),
+    ("doppler_token", r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}"),
+    ("vault_token", r"hv[sb]\.[A-Za-z0-9_-]{24,}"),
+    ("tailscale_key", r"tskey-[a-z]+-[A-Za-z0-9-]{20,}"),
+    ("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{50,}"),
+    ("mailgun_key", r"key-[0-9a-f]{32}"),
 )
 
 # A value: double-quoted, single-quoted (spaces allowed) or one bare word up to a ";".
@@ -101,8 +116,12 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
     ),
     # Slack webhooks carry their secret in the path.
     re.compile(r"hooks\.slack\.com/services/(T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)"),
-    # Well-known token formats, anywhere.
-    re.compile(r"(?<![A-Za-z0-9])(" + "|".join(_PREFIXED) + r")(?![A-Za-z0-9])"),
+    # Well-known token formats, anywhere; each a named group, so a match names its kind.
+    re.compile(
+        r"(?<![A-Za-z0-9])(?:"
+        + "|".join(f"(?P<{kind}>{shape})" for kind, shape in _PREFIXED)
+        + r")(?![A-Za-z0-9])"
+    ),
     # Telegram bot tokens (also inside /bot<token>/ URLs).
     re.compile(r"\bbot(\d{6,}:[A-Za-z0-9_-]{20,})\b"),
     re.compile(r"\b(\d{6,}:[A-Za-z0-9_-]{20,})\b"),
@@ -131,6 +150,20 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bBearer\s+([A-Za-z0-9._~+/=-]{18,})", re.IGNORECASE),
 )
 """The known shapes, applied in turn; the secret is the last non-empty group (or all)."""
+_KINDS = (
+    "url_password",
+    "url_secret",
+    "slack_webhook",
+    "api_token",  # the token formats: each match names its own kind (a named group)
+    "telegram_bot_token",
+    "telegram_bot_token",
+    "secret_field",
+    "secret_assignment",
+    "secret_flag",
+    "authorization_header",
+    "bearer_token",
+)
+"""The kind of secret each of :data:`PATTERNS` masks, as :class:`Redaction` names it."""
 
 _SECRET_WORD = re.compile(
     r"(?:key|secret|token|passw(?:or)?d|passphrase|pwd|credentials?)", re.IGNORECASE
@@ -152,9 +185,26 @@ def mask_secret(secret: str) -> str:
     return f"{secret[:6]}…{secret[-4:]}"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Redaction:
+    """A text with its secrets masked, and the kinds of secret masked (each once, in the
+    order found; ``()`` when nothing was): ``aws_access_key``, ``private_key``,
+    ``secret_assignment``, ``random_token``…"""
+
+    text: str
+    kinds: tuple[str, ...] = ()
+
+
 def redact(text: str) -> str:
     """``text`` with every secret masked (see the module docstring)."""
     return _Redactor().message(text)
+
+
+def redact_report(text: str) -> Redaction:
+    """:func:`redact`, saying what it masked (for answers that must tell the caller)."""
+    redactor = _Redactor()
+    masked = redactor.message(text)
+    return Redaction(text=masked, kinds=tuple(dict.fromkeys(redactor.kinds)))
 
 
 def redact_messages(texts: Iterable[str]) -> list[str]:
@@ -172,13 +222,25 @@ class _Redactor:
 
     def __init__(self) -> None:
         self.open_block = False
+        self.kinds: list[str] = []
 
     def message(self, text: str) -> str:
         text = self._blocks(text)
-        for pattern in PATTERNS:
-            text = pattern.sub(_mask_match, text)
-        text = _mask_near_secret_words(text)
-        return _LONG_WORD.sub(_mask_if_random, text)
+        for pattern, kind in zip(PATTERNS, _KINDS, strict=True):
+            text = pattern.sub(functools.partial(self._masked, kind=kind), text)
+        near = _mask_near_secret_words(text)
+        if near != text:
+            self.kinds.append("secret_near_keyword")
+        masked = _LONG_WORD.sub(_mask_if_random, near)
+        if masked != near:
+            self.kinds.append("random_token")
+        return masked
+
+    def _masked(self, match: re.Match[str], kind: str) -> str:
+        out = _mask_match(match)
+        if out != match.group(0):
+            self.kinds.append(match.lastgroup or kind)
+        return out
 
     def _blocks(self, text: str) -> str:
         out: list[str] = []
@@ -186,6 +248,7 @@ class _Redactor:
         if self.open_block:
             pos = self._continue_block(text, out)
         while (begin := _BEGIN.search(text, pos)) is not None:
+            self.kinds.append("private_key")
             out.append(_before_end(text[pos : begin.start()]))
             end = _END.search(text, begin.end())
             body = text[begin.end() : end.start() if end else len(text)]

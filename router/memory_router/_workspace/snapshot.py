@@ -46,7 +46,8 @@ class Snapshot:
     provider key, dims, chunking, sources and scope. A backend whose stored fingerprint
     differs must rebuild. ``model`` is the embedding model id, or ``"fts-only"``.
     ``warnings`` maps a file that is not plain UTF-8 to what was done about it (read with
-    a fallback encoding, or left out because it looks binary; see :mod:`._decoding`).
+    a fallback encoding, or left out because it looks binary; see :mod:`._decoding`), and a
+    file left out as a symbolic link or over ``[sync] max_file_bytes`` to why.
     """
 
     config: Config
@@ -113,10 +114,13 @@ def load_document(doc: Document, config: Config, model: str) -> Loaded:
         line_map = tuple(session.line_map)
     else:
         text = scrub(decode(Path(doc.abs_path).read_bytes()).text or "")
-        if _structure.by_structure(config.chunking.structure, doc.path, text):
-            raw = _structure.chunk_structured(text, tokens=tokens, overlap=overlap)
-        else:
+        setting = config.chunking.structure
+        if not _structure.by_structure(setting, doc.path, text):
             raw = _chunking.chunk_markdown(text, tokens=tokens, overlap=overlap)
+        elif setting == "openclaw":
+            raw = _structure.chunk_entries(text, tokens=tokens, overlap=overlap)
+        else:
+            raw = _structure.chunk_structured(text, tokens=tokens, overlap=overlap)
     chunks = [
         Chunk(
             id=_chunking.chunk_id(doc.source, doc.path, r.start_line, r.end_line, r.hash, model),

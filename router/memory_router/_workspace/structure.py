@@ -11,6 +11,13 @@ path of headings above it, as context for the vector and the keywords: one vecto
 fact, as OpenClaw 2026.9 indexes ``MEMORY.md``. Prose blocks of one section are packed
 while they fit the budget (a paragraph is rarely one fact); a block over the budget falls
 back to :func:`~memory_router._workspace.chunking.chunk_markdown` within its own lines.
+
+``structure = "openclaw"`` reproduces OpenClaw 2026.9 instead (its chunking version 5),
+so an index it built can be taken over without embedding anything again: ``MEMORY.md``
+and ``USER.md`` are cut into *entries* — a new one at every line that starts with ``- ``
+or is a heading, and at the first line — each chunked on its own with
+:func:`~memory_router._workspace.chunking.chunk_markdown` (no overlap across entries);
+every other file is chunked whole.
 """
 
 from __future__ import annotations
@@ -32,13 +39,19 @@ def is_structured(text: str) -> bool:
     return len(lines) >= 2 and marked * 2 >= len(lines)
 
 
+OPENCLAW_ENTRY_FILES = ("MEMORY.md", "USER.md")
+_ENTRY = re.compile(r"^(?:- |#{1,6}(?:\s|$))")
+
+
 def by_structure(setting: str, path: str, text: str) -> bool:
     """Whether ``path`` is chunked by its structure under ``chunking.structure``.
 
     ``auto``: curated files (``MEMORY.md``, ``memory.md``, undated files under ``memory/``)
     and any file that :func:`is_structured`; ``curated``: curated files only; ``all``;
-    ``off``.
+    ``off``; ``openclaw``: only ``MEMORY.md`` and ``USER.md``, by :func:`chunk_entries`.
     """
+    if setting == "openclaw":
+        return path in OPENCLAW_ENTRY_FILES
     if setting in ("all", "off"):
         return setting == "all"
     curated = path in ("MEMORY.md", "memory.md") or (
@@ -191,3 +204,17 @@ def chunk_structured(text: str, *, tokens: int, overlap: int) -> list[RawChunk]:
             prose.append((first, last))
     flush()
     return chunks or [RawChunk(1, 1, text, sha256_hex(text))]
+
+
+def chunk_entries(text: str, *, tokens: int, overlap: int) -> list[RawChunk]:
+    """OpenClaw's per-entry chunks (see the module docstring); line numbers from 1."""
+    lines = text.split("\n")
+    starts = [0, *(i for i in range(1, len(lines)) if _ENTRY.match(lines[i]))]
+    chunks: list[RawChunk] = []
+    for first, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+        body = "\n".join(lines[first:end])
+        for piece in chunk_markdown(body, tokens=tokens, overlap=overlap):
+            chunks.append(
+                piece._replace(start_line=piece.start_line + first, end_line=piece.end_line + first)
+            )
+    return chunks

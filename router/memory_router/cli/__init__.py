@@ -44,7 +44,12 @@ def build_cli(pm: pluggy.PluginManager | None = None) -> click.Group:
     ) -> None:
         """Persistent, searchable memory for AI agents: Markdown files are the source of truth."""
         ctx.obj = CliState(
-            pm=pm, config=config_path, workspace=workspace, agent=agent, traceback=traceback
+            pm=pm,
+            config=config_path,
+            workspace=workspace,
+            agent=agent,
+            traceback=traceback,
+            commands=tuple(ctx.command.list_commands(ctx)),  # type: ignore[attr-defined]
         )
 
     _plugins.register_commands(pm, cli)

@@ -11,9 +11,8 @@ import click
 from memory_router._agent.capture import capture as capture_messages
 from memory_router._agent.capture import recall_block
 from memory_router._agent.flush import check_memory_flush
-from memory_router._config.config import load_config
 
-from ._app import echo_json, read_argument, state
+from ._app import echo_json, read_argument, redacted_line, state
 
 
 @click.command()
@@ -44,9 +43,8 @@ def flush(
     as_json: bool,
 ) -> None:
     """Say whether the pre-compaction memory flush is due, and print its prompts."""
-    cli = state(ctx)
     decision = check_memory_flush(
-        load_config(cli.config, overrides=cli.overrides()),
+        state(ctx).router().config,  # its workspace checked: the flush writes notes there
         session_key=session_key,
         total_tokens=total_tokens,
         context_window=context_window,
@@ -70,7 +68,10 @@ def flush(
 @click.pass_context
 def context(ctx: click.Context, prompt: str, max_chars: int | None, as_json: bool) -> None:
     """Print the <relevant-memories> block for PROMPT ('-' reads it from stdin)."""
-    block = recall_block(state(ctx).router(), read_argument(prompt), max_chars=max_chars)
+    router = state(ctx).router(require_workspace=False)  # a search: the index answers, noted
+    block = recall_block(router, read_argument(prompt), max_chars=max_chars)
+    for note in block.notes:  # stale or degraded memories say so, as search does
+        click.echo(f"Note: {' '.join(note.split())}", err=True)
     if as_json:
         echo_json(block.to_dict())
     elif block.text:
@@ -80,7 +81,7 @@ def context(ctx: click.Context, prompt: str, max_chars: int | None, as_json: boo
 @click.command()
 @click.argument("messages", nargs=-1, required=True)
 @click.option("--conversation", required=True, help="The conversation's id (3 captures each).")
-@click.option("--json", "as_json", is_flag=True, help="Print {stored, skipped} as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print {stored, skipped, redacted} as JSON.")
 @click.pass_context
 def capture(
     ctx: click.Context, messages: tuple[str, ...], conversation: str, as_json: bool
@@ -97,6 +98,8 @@ def capture(
         click.echo(f"Stored {entry.id} ({entry.category}): {entry.text}")
     for reason in result.skipped:
         click.echo(f"Skipped: {reason}")
+    if result.redacted:
+        click.echo(redacted_line(result.redacted))
 
 
 def _stdin_messages() -> list[Any]:

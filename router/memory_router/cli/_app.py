@@ -36,6 +36,7 @@ class CliState:
     workspace: str | None = None
     agent: str | None = None
     traceback: bool = False
+    commands: tuple[str, ...] = ()
     _router: Router | None = field(default=None, repr=False)
 
     def overrides(self) -> dict[str, Any]:
@@ -48,14 +49,43 @@ class CliState:
             values["agent_id"] = self.agent
         return values
 
-    def router(self) -> Router:
+    def router(self, *, require_workspace: bool = True) -> Router:
+        """The router of the global options, built once. Its workspace is checked (a
+        :class:`ConfigError` when missing) unless ``require_workspace`` is false: only
+        for commands that diagnose it (``status``, ``doctor``), delete only derived state
+        (``reset``), or search, where the index as it was answers with a note saying
+        why (``search``, ``context``)."""
         if self._router is None:
             from memory_router._router import Router
 
             self._router = Router.from_config(
-                self.config, plugin_manager=self.pm, **self.overrides()
+                self.config,
+                plugin_manager=self.pm,
+                require_workspace=False,
+                **self.overrides(),
             )
+        if require_workspace:
+            self._router.check_workspace()
         return self._router
+
+    def paste(self, text: str | None) -> str | None:
+        """``text`` (a hint) with the global options in use added to each command it
+        names, so a pasted fix runs against this config (see :func:`pasteable`)."""
+        if not text or self._router is None:
+            return text
+        from memory_router._config.commandline import pasteable
+
+        return pasteable(text, self._router.config, self.commands)
+
+    def command(self, *args: str) -> str:
+        """``memory-router <global options in use> <args>``, to print as a hint."""
+        from memory_router._config.commandline import command
+        from memory_router._config.config import load_config
+
+        config = self._router.config if self._router is not None else None
+        if config is None:
+            config = load_config(self.config, overrides=self.overrides())
+        return command(config, *args)
 
     def close(self) -> None:
         if self._router is not None:
@@ -84,11 +114,16 @@ def report_error(error: MemoryRouterError) -> None:
 
 
 class RootGroup(click.Group):
-    """The ``memory-router`` group: runs a command inside the error boundary."""
+    """The ``memory-router`` group: runs a command inside the error boundary, and lets
+    every command take the global options after its name too (:func:`with_global_options`)."""
 
     def __init__(self, *args: Any, pm: pluggy.PluginManager, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pm = pm
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        return with_global_options(command) if command is not None else None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -107,7 +142,8 @@ class RootGroup(click.Group):
         except MemoryRouterError as error:
             if _wants_traceback(ctx):
                 raise
-            raise CommandError(error.message, hint=error.hint) from None
+            hint = ctx.obj.paste(error.hint) if isinstance(ctx.obj, CliState) else error.hint
+            raise CommandError(error.message, hint=hint) from None
         except Exception as error:  # a bug: still one line unless --traceback
             if _wants_traceback(ctx):
                 raise
@@ -118,6 +154,60 @@ class RootGroup(click.Group):
         finally:
             if isinstance(ctx.obj, CliState):
                 ctx.obj.close()
+
+
+GLOBAL_OPTIONS = {
+    "config": ("--config", "PATH", "Config file (as before the command)."),
+    "workspace": ("--workspace", "PATH", "Workspace folder (as before the command)."),
+    "agent": ("--agent", "ID", "Agent id (as before the command)."),
+}
+"""The root group's options a command also takes after its name: ``CliState`` field ->
+(option, metavar, help). ``--traceback`` is taken too."""
+
+
+def with_global_options(command: click.Command) -> click.Command:
+    """``command`` (and a group's subcommands) also taking the global options after its
+    name, so ``memory-router search --config x.toml tea`` works as typed; a value given
+    there wins over one before the command. Hidden from the command's ``--help``. A
+    command that has an option of the same name keeps its own."""
+    if getattr(command, "_global_options", False):
+        return command
+    taken = {opt for param in command.params for opt in getattr(param, "opts", ())}
+    for name, (flag, metavar, text) in GLOBAL_OPTIONS.items():
+        if flag not in taken:
+            command.params.append(
+                click.Option(
+                    [flag, name],
+                    metavar=metavar,
+                    help=text,
+                    hidden=True,
+                    expose_value=False,
+                    callback=_global_value,
+                )
+            )
+    if "--traceback" not in taken:
+        command.params.append(
+            click.Option(
+                ["--traceback", "traceback"],
+                is_flag=True,
+                default=None,
+                hidden=True,
+                expose_value=False,
+                callback=_global_value,
+            )
+        )
+    for sub in getattr(command, "commands", {}).values():
+        with_global_options(sub)
+    command._global_options = True  # type: ignore[attr-defined]
+    return command
+
+
+def _global_value(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    cli = ctx.find_object(CliState)
+    if cli is not None and param.name is not None and value not in (None, False):
+        if cli._router is not None:  # pragma: no cover - options are parsed before commands run
+            raise click.UsageError(f"{param.opts[0]} came too late", ctx=ctx)
+        setattr(cli, param.name, value)
 
 
 def silence_stdout() -> None:
@@ -147,6 +237,11 @@ def echo_json(value: Any) -> None:
     from memory_router._workspace.snapshot import scrub
 
     click.echo(scrub(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
+
+
+def redacted_line(kinds: tuple[str, ...]) -> str:
+    """The line that says secrets were masked before anything was written."""
+    return f"Redacted before storing: {', '.join(kinds)}."
 
 
 def read_argument(value: str) -> str:

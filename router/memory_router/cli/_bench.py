@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import pluggy
 
 from memory_router._config.config import Config, load_config
 from memory_router._exceptions import InvalidInput
@@ -20,7 +21,7 @@ from memory_router._ops.bench_curated import CuratedReport, CuratedSet, load_cur
 from memory_router._ops.bench_data import BenchSet, load_beir, load_locomo
 from memory_router._search.fusion import FUSION_METHODS
 
-from ._app import echo_json, state
+from ._app import CliState, echo_json, state
 
 SHORT = {
     "recall@1": "R@1",
@@ -129,27 +130,16 @@ def _variants(
     return out
 
 
-def _bench_config(ctx: click.Context, options: dict[str, Any]) -> tuple[Config, Path]:
-    """The configuration (with ``--provider``) and the embedding cache path to use."""
-    cli = state(ctx)
-    overrides = cli.overrides()
-    if options["provider"]:
-        overrides["embedding"] = {"provider": options["provider"]}
-    config = load_config(cli.config, overrides=overrides)
-    if "hybrid" in (options["modes"] or ["hybrid"]) and config.embedding.provider == "none":
-        raise InvalidInput(
-            "hybrid needs an embedding provider, and embedding.provider is 'none'",
-            key="embedding.provider",
-            hint="pass --provider minilm (or another provider), or --mode keyword",
-        )
-    cache = options["cache"]
-    cache_path = (
+def _cache_path(config: Config, cache: str | None) -> Path:
+    """The embedding cache to use (``--cache``, else one under the state folder); its
+    folder is made."""
+    path = (
         Path(cache).expanduser()
         if cache
         else config.state_path / "bench" / "embedding-cache.sqlite"
     )
-    cache_path.parent.mkdir(parents=True, exist_ok=True)
-    return config, cache_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def _run(
@@ -165,6 +155,21 @@ def _run(
     as_json: bool,
 ) -> None:
     cli = state(ctx)
+    config = _bench_config(cli, provider=provider, modes=modes)
+    if limit > 0:
+        dataset = dataclasses.replace(dataset, groups=dataset.groups[:limit])
+    cache_path = _cache_path(config, cache)
+    variants = _variants(config, backends, modes, fusions)
+    reports = _measure(dataset, variants, config, cache_path, cli.pm, quiet=as_json)
+    if as_json:
+        echo_json(_as_json(dataset, reports))
+    else:
+        click.echo(render(dataset, reports))
+
+
+def _bench_config(cli: CliState, *, provider: str | None, modes: Sequence[str]) -> Config:
+    """The configuration the variants start from: the CLI's, with ``--provider``; hybrid
+    (asked for, or by default) needs a provider."""
     overrides = cli.overrides()
     if provider:
         overrides["embedding"] = {"provider": provider}
@@ -175,18 +180,23 @@ def _run(
             key="embedding.provider",
             hint="pass --provider minilm (or another provider), or --mode keyword",
         )
-    if limit > 0:
-        dataset = dataclasses.replace(dataset, groups=dataset.groups[:limit])
-    cache_path = (
-        Path(cache).expanduser()
-        if cache
-        else config.state_path / "bench" / "embedding-cache.sqlite"
-    )
-    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    return config
+
+
+def _measure(
+    dataset: BenchSet,
+    variants: Sequence[Variant],
+    config: Config,
+    cache: Path,
+    pm: pluggy.PluginManager,
+    *,
+    quiet: bool,
+) -> list[VariantReport]:
+    """Each variant's report, each indexed from scratch in a temporary folder."""
     reports = []
     with tempfile.TemporaryDirectory(prefix="memory-router-bench-") as tmp:
-        for variant in _variants(config, backends, modes, fusions):
-            if not as_json:
+        for variant in variants:
+            if not quiet:
                 click.echo(f"running {variant.label} on {dataset.query_count} queries…", err=True)
             reports.append(
                 run_variant(
@@ -194,24 +204,23 @@ def _run(
                     variant,
                     base=config,
                     work_dir=Path(tmp),
-                    cache=cache_path,
-                    plugin_manager=cli.pm,
+                    cache=cache,
+                    plugin_manager=pm,
                 )
             )
-    if as_json:
-        echo_json(
-            {
-                "dataset": {
-                    "name": dataset.name,
-                    "source": dataset.source,
-                    "sha256": dataset.sha256,
-                    "queries": dataset.query_count,
-                },
-                "variants": [r.to_dict() for r in reports],
-            }
-        )
-        return
-    click.echo(render(dataset, reports))
+    return reports
+
+
+def _as_json(dataset: BenchSet, reports: Sequence[VariantReport]) -> dict[str, Any]:
+    return {
+        "dataset": {
+            "name": dataset.name,
+            "source": dataset.source,
+            "sha256": dataset.sha256,
+            "queries": dataset.query_count,
+        },
+        "variants": [r.to_dict() for r in reports],
+    }
 
 
 def _row(label: str, metrics: Any, extra: Sequence[str]) -> str:
@@ -274,7 +283,9 @@ def curated(ctx: click.Context, /, data: str, verbose: bool, **options: Any) -> 
             "no curated set given", key="data", hint="pass --data path/to/bench/curated"
         )
     dataset = load_curated(Path(data).expanduser())
-    config, cache_path = _bench_config(ctx, options)
+    cli = state(ctx)
+    config = _bench_config(cli, provider=options["provider"], modes=options["modes"])
+    cache_path = _cache_path(config, options["cache"])
     if options["limit"] > 0:
         dataset = dataclasses.replace(dataset, groups=dataset.groups[: options["limit"]])
     reports = []
@@ -287,7 +298,7 @@ def curated(ctx: click.Context, /, data: str, verbose: bool, **options: Any) -> 
                     base=config,
                     work_dir=Path(tmp),
                     cache=cache_path,
-                    plugin_manager=state(ctx).pm,
+                    plugin_manager=cli.pm,
                 )
             )
     if options["as_json"]:

@@ -6,7 +6,7 @@ import click
 
 from memory_router._types import CATEGORIES, Category, Entry, EntryMatch
 
-from ._app import echo_json, read_argument, state
+from ._app import echo_json, read_argument, redacted_line, state
 
 
 @click.command()
@@ -43,8 +43,18 @@ def store(
     )
     entry = result.entry
     if as_json:
-        echo_json({**entry.to_dict(), "action": result.action, "similarity": result.similarity})
-    elif result.action == "duplicate":
+        echo_json(
+            {
+                **entry.to_dict(),
+                "action": result.action,
+                "similarity": result.similarity,
+                "redacted": list(result.redacted),
+            }
+        )
+        return
+    if result.redacted:
+        click.echo(redacted_line(result.redacted))
+    if result.action == "duplicate":
         click.echo(
             f"Not stored: duplicate of {entry.id} (similarity {result.similarity:.2f}):"
             f" {_preview(entry.text)}"
@@ -105,7 +115,8 @@ def forget(ctx: click.Context, entry_id: str | None, query: str | None, as_json:
         for match in result.candidates:
             click.echo(f"  {match_line(match)}")
         click.echo(
-            f"Hint: forget one by its id: memory-router forget {result.candidates[0].entry.id}"
+            "Hint: forget one by its id: "
+            + state(ctx).command("forget", result.candidates[0].entry.id)
         )
 
 

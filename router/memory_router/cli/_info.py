@@ -30,19 +30,20 @@ def status(ctx: click.Context, deep: bool, as_json: bool, all_agents: bool) -> N
     if all_agents:
         show_agents(ctx, as_json=as_json)
         return
-    result = state(ctx).router().status(deep=deep)
+    cli = state(ctx)
+    result = cli.router(require_workspace=False).status(deep=deep)
     if as_json:
         echo_json(result.to_dict())
     else:
         for line in status_lines(result):
             click.echo(line)
     if result.workspace_error:
-        CommandError(result.workspace_error, hint=result.workspace_hint).show()
+        CommandError(result.workspace_error, hint=cli.paste(result.workspace_hint)).show()
     if not result.can_answer:
         CommandError(
             "no backend of the chain can answer",
-            hint="`memory-router doctor` says why and how to fix it"
-            " (`memory-router doctor --fix` repairs what is safe to repair)",
+            hint=f"`{cli.command('doctor')}` says why and how to fix it"
+            f" (`{cli.command('doctor', '--fix')}` repairs what is safe to repair)",
         ).show()
     if result.workspace_error or not result.can_answer:
         ctx.exit(EXIT_ERROR)

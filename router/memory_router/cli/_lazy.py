@@ -47,6 +47,10 @@ COMMANDS: Mapping[str, tuple[str, str]] = {
         "Remove the entry called ID (or the one entry matching --query) from the journal.",
     ),
     "get": ("._memory", "Print lines of a memory file (workspace-relative PATH, Markdown only)."),
+    "import-openclaw": (
+        "._openclaw",
+        "Bring an OpenClaw agent over: config, workspace, transcripts and index, then verify.",
+    ),
     "index": ("._memory", "Bring the index in line with the workspace's Markdown files."),
     "migrate": ("._migrate", "Copy the index of one backend (or an index file) into another."),
     "plugins": (
@@ -82,8 +86,8 @@ class LazyGroup(RootGroup):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             module = importlib.import_module(COMMANDS[cmd_name][0], __package__)
-            self.add_command(getattr(module, cmd_name), cmd_name)
-        return self.commands.get(cmd_name)
+            self.add_command(getattr(module, cmd_name.replace("-", "_")), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]

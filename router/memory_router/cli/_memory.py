@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from memory_router import _types
+from memory_router._config.commandline import command
 from memory_router._config.config import load_config
 from memory_router._routing.indexlock import INDEX_WAIT_S
 from memory_router._search.explain import below_min_score_line
@@ -78,8 +79,9 @@ def index(
         click.echo(
             f"Error: {report.backend}: {' '.join(error.split())} (after {seconds:.1f} s)", err=True
         )
-        if report.hint:
-            click.echo(f"Hint: {' '.join(report.hint.split())}", err=True)
+        hint = state(ctx).paste(report.hint)
+        if hint:
+            click.echo(f"Hint: {' '.join(hint.split())}", err=True)
     if failed:
         ctx.exit(EXIT_ERROR)
 
@@ -164,7 +166,7 @@ def search(
     here = local or sources or category  # a server's search takes no filters
     answer = None if here else remote_search(state(ctx), text, options)
     if answer is None:
-        router = state(ctx).router()
+        router = state(ctx).router(require_workspace=False)  # answers with a note instead
         answer = router.search(
             text,
             **options,
@@ -175,7 +177,7 @@ def search(
     if as_json:
         echo_json(answer)
     else:
-        print_response(answer)
+        print_response(answer, paste=state(ctx).paste)
 
 
 def cli_session_key(agent_id: str) -> str:
@@ -195,8 +197,11 @@ def remote_search(cli: CliState, query: str, options: dict[str, Any]) -> dict[st
         return None
 
 
-def print_response(response: dict[str, Any]) -> None:
-    """Hits as ``<score> <path>:<start>-<end>``, the snippet and a blank line; then who answered."""
+def print_response(
+    response: dict[str, Any], paste: Callable[[str | None], str | None] = lambda hint: hint
+) -> None:
+    """Hits as ``<score> <path>:<start>-<end>``, the snippet and a blank line; then who
+    answered. ``paste`` renders the commands in hints (:meth:`CliState.paste`)."""
     if not response["results"]:
         click.echo("No matches.")
     for hit in response["results"]:
@@ -218,7 +223,7 @@ def print_response(response: dict[str, Any]) -> None:
         if event is not None:
             click.echo(f"{label}: {event['from']} failed: {event['reason']}")
             if event.get("hint"):
-                click.echo(f"  Hint: {event['hint']}")
+                click.echo(f"  Hint: {paste(event['hint'])}")
     for note in response.get("notes") or ():  # stale or degraded answers say so
         click.echo(f"Note: {' '.join(str(note).split())}", err=True)
 
@@ -252,7 +257,7 @@ def explain_empty(router: Router, path: str, text: FileText) -> None:
     if not memory_file_exists(router.config, path):
         raise CommandError(
             f"{path} does not exist in the workspace {router.config.workspace_path}",
-            hint="`memory-router search WORDS` shows the paths that exist",
+            hint=f"`{command(router.config, 'search', 'WORDS')}` shows the paths that exist",
         )
     total = line_count(router.get(text.path).text)
     if text.from_line > max(total, 1):
@@ -269,7 +274,7 @@ def line_count(text: str) -> int:
 
 def explain_here(cli: CliState, text: str, options: dict[str, Any], *, as_json: bool) -> None:
     """``search --explain``: search in this process and show every score's factors."""
-    router = cli.router()
+    router = cli.router(require_workspace=False)
     response = router.search(
         text, **options, session_key=cli_session_key(router.config.agent_id), explain=True
     )

@@ -8,7 +8,13 @@ from typing import Any
 import click
 
 from memory_router import BackendError, EmbeddingError, Router
-from memory_router._config.openclaw import convert, read_openclaw, to_toml
+from memory_router._config.openclaw import (
+    convert,
+    openclaw_config_path,
+    openclaw_state_dir,
+    read_openclaw,
+    to_toml,
+)
 from memory_router._migrate.checkpoint import Checkpoint
 from memory_router._migrate.migration import MigrationReport, interrupted
 from memory_router._migrate.migration import migrate as migrate_index
@@ -26,7 +32,8 @@ DEFAULT_QUERIES = 20
     "--from-path",
     "source_path",
     metavar="PATH",
-    help="Source index file instead: ours or OpenClaw's memory/<agent>.sqlite.",
+    help="Source index file instead: ours, OpenClaw 2026.9's"
+    " agents/<id>/agent/openclaw-agent.sqlite or its older memory/<agent>.sqlite.",
 )
 @click.option("--to", "target", metavar="NAME", help="Target backend (default: the chain's first).")
 @click.option(
@@ -86,10 +93,7 @@ def migrate(
     embedding cache when they do not. The target is built beside its live index and
     switched over when complete.
     """
-    if (source is None) == (source_path is None):
-        raise click.UsageError("give exactly one of --from NAME and --from-path PATH")
-    if target is not None and target_path is not None:
-        raise click.UsageError("give at most one of --to NAME and --to-path PATH")
+    _check_endpoints(source, source_path, target, target_path)
     asked = _read_queries(queries)
     if verify is None and (asked or min_overlap is not None or verify_only):
         verify = DEFAULT_QUERIES
@@ -112,6 +116,21 @@ def migrate(
         echo_json(report.to_dict())
     else:
         _print_report(report)
+    if not _overlap_holds(report, min_overlap):
+        ctx.exit(EXIT_ERROR)
+
+
+def _check_endpoints(
+    source: str | None, source_path: str | None, target: str | None, target_path: str | None
+) -> None:
+    if (source is None) == (source_path is None):
+        raise click.UsageError("give exactly one of --from NAME and --from-path PATH")
+    if target is not None and target_path is not None:
+        raise click.UsageError("give at most one of --to NAME and --to-path PATH")
+
+
+def _overlap_holds(report: MigrationReport, min_overlap: float | None) -> bool:
+    """False, saying so, when the verification's overlap is below ``--min-overlap``."""
     checked = report.verify
     if checked is not None and min_overlap is not None and checked.overlap < min_overlap:
         click.echo(
@@ -119,7 +138,8 @@ def migrate(
             f" is below --min-overlap {min_overlap}",
             err=True,
         )
-        ctx.exit(EXIT_ERROR)
+        return False
+    return True
 
 
 def _migrate_or_explain(
@@ -214,18 +234,30 @@ def config() -> None:
 
 
 @config.command("from-openclaw")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=click.Path(dir_okay=False), required=False)
 @click.option(
     "--agent-id",
     "agent",
     metavar="ID",
-    help="Merge agents.list[ID].memorySearch over the defaults.",
+    help="The agent whose settings to convert (default: OpenClaw's default agent).",
+)
+@click.option(
+    "--state-dir",
+    metavar="PATH",
+    help="OpenClaw's state folder (default: $OPENCLAW_STATE_DIR, else ~/.openclaw).",
 )
 @click.option("-o", "--output", metavar="FILE", help="Write the TOML here instead of stdout.")
-def from_openclaw(path: str, agent: str | None, output: str | None) -> None:
-    """Turn PATH (an openclaw.json) into this project's TOML, naming what is not carried over."""
-    conversion = convert(read_openclaw(path), agent=agent)
-    text = to_toml(conversion, origin=str(Path(path).name))
+def from_openclaw(
+    path: str | None, agent: str | None, state_dir: str | None, output: str | None
+) -> None:
+    """Turn PATH (an openclaw.json) into this project's TOML, naming what is not carried over.
+
+    Without PATH, the config OpenClaw reads: $OPENCLAW_CONFIG_PATH, else
+    openclaw.json in its state folder. Both the 2026.9 layout and the older one are read.
+    """
+    source = Path(path) if path else openclaw_config_path(openclaw_state_dir(state_dir))
+    conversion = convert(read_openclaw(source), agent=agent, state_dir=state_dir)
+    text = to_toml(conversion, origin=str(source))
     if output is None:
         click.echo(text, nl=False)
     else:
@@ -233,5 +265,7 @@ def from_openclaw(path: str, agent: str | None, output: str | None) -> None:
             raise CommandError(f"{output} exists", hint="choose another file or remove it first")
         Path(output).write_text(text, encoding="utf-8")
         click.echo(f"Wrote {output}.", err=True)
+    for note in conversion.notes:
+        click.echo(f"note: {note}", err=True)
     for key, why in conversion.dropped:
         click.echo(f"not carried over: {key}: {why}", err=True)

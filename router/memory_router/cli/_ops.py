@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from memory_router._config.config import load_config
@@ -20,12 +22,14 @@ def doctor(ctx: click.Context, fix: bool, as_json: bool) -> None:
 
     Exits 1 while any check fails. Markdown is never changed.
     """
-    router = state(ctx).router()
+    cli = state(ctx)
+    router = cli.router(require_workspace=False)
     found = _doctor.checks(router)
     repaired: list[str] = []
     if fix and not all(c.ok for c in found):
         repaired = _doctor.repair(router, found)
         found = _doctor.checks(router)
+    found = [dataclasses.replace(c, fix=cli.paste(c.fix)) for c in found]  # backends' hints
     if as_json:
         echo_json(
             {
@@ -58,7 +62,7 @@ def reset(ctx: click.Context, backends: tuple[str, ...], yes: bool) -> None:
 
     The embedding cache is kept, so the rebuild re-embeds nothing that was embedded before.
     """
-    router = state(ctx).router()
+    router = state(ctx).router(require_workspace=False)
     names = list(backends) or list(router.config.router.chain)
     for name in names:
         if name not in router.config.router.chain:
@@ -75,7 +79,7 @@ def reset(ctx: click.Context, backends: tuple[str, ...], yes: bool) -> None:
     removed = _doctor.reset(router, names)
     for path in removed:
         click.echo(f"Removed {path}")
-    click.echo(f"Reset {', '.join(names)}; run `memory-router index` to rebuild.")
+    click.echo(f"Reset {', '.join(names)}; run `{state(ctx).command('index')}` to rebuild.")
 
 
 @click.command()
@@ -97,4 +101,4 @@ def show_agents(ctx: click.Context, *, as_json: bool) -> None:
     if not found:
         click.echo(f"No agents under {config.state_path / 'agents'}.")
     for agent in found:
-        click.echo(agent_line(agent))
+        click.echo(agent_line(agent, config))

@@ -6,28 +6,22 @@
   ``MEMORY_ROUTER_PLUGIN_MODULES=memory_router.testing`` or
   ``Router.from_config(..., plugins=[memory_router.testing])``.
 * :func:`write_workspace` and :func:`write_config` — build a workspace and a config file.
+* :func:`publish_chunks` — make given chunks a backend's index, the way ``migrate`` does.
 * :class:`BackendContract` — the backend contract suite (needs pytest); subclass it in a
   backend's test module, see :mod:`memory_router.testing._contract`.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import re
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from memory_router import (
-    Config,
-    EmbeddingProvider,
-    ProviderContext,
-    ProviderSpec,
-    hookimpl,
-    load_config,
+from ._helpers import (
+    HashingEmbedder,
+    publish_chunks,
+    register_embedding_providers,
+    router_config,
+    write_config,
+    write_workspace,
 )
 
 if TYPE_CHECKING:
@@ -36,140 +30,12 @@ if TYPE_CHECKING:
 __all__ = [
     "BackendContract",
     "HashingEmbedder",
+    "publish_chunks",
     "register_embedding_providers",
     "router_config",
     "write_config",
     "write_workspace",
 ]
-
-_WORD = re.compile(r"\w+")
-
-
-@functools.lru_cache(maxsize=1 << 17)
-def _bucket(token: str, dims: int) -> tuple[int, float]:
-    digest = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest[:4], "little") % dims, 1.0 if digest[4] & 1 else -1.0
-
-
-class HashingEmbedder(EmbeddingProvider):
-    """Feature hashing: each lower-cased ``\\w+`` token adds ±1 to one of ``dims`` buckets.
-
-    The vector is L2-normalised; a text without tokens gives the zero vector. Texts that
-    share words are similar, so hybrid search behaves plausibly in tests.
-    """
-
-    id = "hash"
-    model = "hash-384"
-
-    def __init__(self, dims: int = 384) -> None:
-        self._dims = dims
-        if dims != 384:
-            self.model = f"hash-{dims}"
-
-    @property
-    def dims(self) -> int:
-        return self._dims
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self.vector(t) for t in texts]
-
-    def vector(self, text: str) -> list[float]:
-        array = np.zeros(self._dims, dtype=np.float32)
-        for token in _WORD.findall(text.lower()):
-            index, sign = _bucket(token, self._dims)
-            array[index] += sign
-        norm = float(np.linalg.norm(array))
-        result: list[float] = (array / norm if norm > 0 else array).tolist()
-        return result
-
-
-def _hash_factory(context: ProviderContext, model: str) -> EmbeddingProvider:
-    return HashingEmbedder()
-
-
-@hookimpl
-def register_embedding_providers(register: Callable[[ProviderSpec], None]) -> None:
-    """Register ``hash``: explicit only (``auto_priority=None``), for tests and benchmarks."""
-    register(
-        ProviderSpec(
-            name="hash",
-            factory=_hash_factory,
-            auto_priority=None,
-            description="deterministic feature-hashing embedder for tests (384 dims)",
-        )
-    )
-
-
-def write_workspace(root: str | Path, files: Mapping[str, str]) -> Path:
-    """Write ``{relative path: text}`` under ``root`` (folders created); returns ``root``."""
-    base = Path(root)
-    base.mkdir(parents=True, exist_ok=True)
-    for rel, text in files.items():
-        target = base / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    return base
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-        return f'"{escaped}"'
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
-
-
-def _toml_tables(data: Mapping[str, Any], prefix: str = "") -> list[str]:
-    lines: list[str] = []
-    scalars = {k: v for k, v in data.items() if not isinstance(v, Mapping)}
-    if prefix and scalars:
-        lines.append(f"[{prefix}]")
-    lines.extend(f"{k} = {_toml_value(v)}" for k, v in scalars.items())
-    for key, value in data.items():
-        if isinstance(value, Mapping):
-            lines.extend(_toml_tables(value, f"{prefix}.{key}" if prefix else key))
-    return lines
-
-
-def write_config(path: str | Path, data: Mapping[str, Any]) -> Path:
-    """Write a nested dict of strings, numbers, booleans and arrays as a TOML file."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("\n".join(_toml_tables(data)) + "\n", encoding="utf-8")
-    return target
-
-
-def router_config(
-    tmp_path: str | Path,
-    workspace: str | Path,
-    *,
-    backend: str,
-    embedding: str = "none",
-    settings: Mapping[str, Any] | None = None,
-    **tables: Any,
-) -> Config:
-    """A config for ``chain = [backend]`` written to ``tmp_path`` and loaded (env ignored).
-
-    State goes to ``tmp_path/state``; ``embedding`` is the provider name (``"none"`` for
-    keyword-only); ``tables`` are extra top-level keys or tables (``query={...}``).
-    """
-    base = Path(tmp_path)
-    data: dict[str, Any] = {
-        "workspace": str(workspace),
-        "state_dir": str(base / "state"),
-        "embedding": {"provider": embedding},
-        "router": {"chain": [backend], "fallback": "none"},
-        **tables,
-    }
-    if settings:
-        data["backends"] = {backend: dict(settings)}
-    index = len(list(base.glob("config-*.toml")))
-    return load_config(write_config(base / f"config-{index}.toml", data), environ={})
 
 
 def __getattr__(name: str) -> Any:

@@ -42,37 +42,57 @@ def _pem_body(r: _Random, lines: int) -> list[str]:
     return [r(_B64, 64) for _ in range(lines)]
 
 
+class _Corpus:
+    """The cases being written, with the one random stream they draw from (in order:
+    the same seed gives the same corpus)."""
+
+    def __init__(self, seed: int) -> None:
+        self.r = _Random(seed)
+        self.cases: list[SecretCase] = []
+
+    def add(self, kind: str, secret: str, *messages: str) -> None:
+        self.cases.append(SecretCase(kind=kind, messages=messages, secret=secret))
+
+    def token(self, kind: str, value: str, template: str = "here is the value {}, use it") -> None:
+        self.add(kind, value, template.format(value))
+
+
 def _cases() -> tuple[SecretCase, ...]:
-    r = _Random(20261123)
-    cases: list[SecretCase] = []
+    corpus = _Corpus(20261123)
+    for group in (_api_keys, _private_keys, _credentials, _service_tokens, _in_prose):
+        group(corpus)
+    return tuple(corpus.cases)
 
-    def add(kind: str, secret: str, *messages: str) -> None:
-        cases.append(SecretCase(kind=kind, messages=messages, secret=secret))
 
-    def token(kind: str, value: str, template: str = "here is the value {}, use it") -> None:
-        add(kind, value, template.format(value))
-
-    token("openai", "sk-proj-" + r(_ALNUM, 48))
-    token("anthropic", "sk-ant-api03-" + r(_ALNUM + "-_", 80))
+def _api_keys(c: _Corpus) -> None:
+    """Keys of AI and cloud APIs, GitHub tokens, an Authorization header."""
+    r = c.r
+    c.token("openai", "sk-proj-" + r(_ALNUM, 48))
+    c.token("anthropic", "sk-ant-api03-" + r(_ALNUM + "-_", 80))
     for prefix in ("ghp", "gho", "ghs", "ghu", "ghr"):
-        token(f"github {prefix}_", f"{prefix}_" + r(_ALNUM, 36), "git clone with {} please")
-    token("github_pat_", "github_pat_" + r(_ALNUM, 22) + "_" + r(_ALNUM, 59))
-    token("aws access key id", "AKIA" + r(_UPPER, 16), "the access key id is {} in us-east-1")
+        c.token(f"github {prefix}_", f"{prefix}_" + r(_ALNUM, 36), "git clone with {} please")
+    c.token("github_pat_", "github_pat_" + r(_ALNUM, 22) + "_" + r(_ALNUM, 59))
+    c.token("aws access key id", "AKIA" + r(_UPPER, 16), "the access key id is {} in us-east-1")
     aws_secret = r(_B64, 40)
-    add("aws secret in prose", aws_secret, f"and the AWS secret access key is {aws_secret} ok")
-    token("bearer header", r(_ALNUM + "._-", 40), "curl -H 'Authorization: Bearer {}' …")
+    c.add("aws secret in prose", aws_secret, f"and the AWS secret access key is {aws_secret} ok")
+    c.token("bearer header", r(_ALNUM + "._-", 40), "curl -H 'Authorization: Bearer {}' …")
+
+
+def _private_keys(c: _Corpus) -> None:
+    """PEM and PGP private key blocks, one split over two messages."""
+    r = c.r
     body = _pem_body(r, 4)
     pem = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *body, "-----END RSA PRIVATE KEY-----"])
-    add("pem rsa", body[1], f"my key:\n{pem}\nthanks")
+    c.add("pem rsa", body[1], f"my key:\n{pem}\nthanks")
     body = _pem_body(r, 4)
     ssh = "\n".join(
         ["-----BEGIN OPENSSH PRIVATE KEY-----", *body, "-----END OPENSSH PRIVATE KEY-----"]
     )
-    add("pem openssh", body[2], ssh)
+    c.add("pem openssh", body[2], ssh)
     body = _pem_body(r, 4)
-    add("pem without END", body[3], "\n".join(["-----BEGIN PRIVATE KEY-----", *body]))
+    c.add("pem without END", body[3], "\n".join(["-----BEGIN PRIVATE KEY-----", *body]))
     body = _pem_body(r, 6)
-    add(
+    c.add(
         "pem split over two messages",
         body[4],
         "\n".join(["-----BEGIN EC PRIVATE KEY-----", *body[:3]]),
@@ -80,64 +100,78 @@ def _cases() -> tuple[SecretCase, ...]:
     )
     body = _pem_body(r, 4)
     pgp = "\n".join(["-----BEGIN PGP PRIVATE KEY BLOCK-----", "", *body])
-    add("pgp private key", body[0], pgp + "\n-----END PGP PRIVATE KEY BLOCK-----")
-    token("password=", r(_ALNUM + "!#%", 20), "set DB_PASSWORD={} in .env")
+    c.add("pgp private key", body[0], pgp + "\n-----END PGP PRIVATE KEY BLOCK-----")
+
+
+def _credentials(c: _Corpus) -> None:
+    """Passwords in assignments and URLs, keys in JSON and flags."""
+    r = c.r
+    c.token("password=", r(_ALNUM + "!#%", 20), "set DB_PASSWORD={} in .env")
     password = r(_ALNUM, 18)
-    add("postgres url", password, f"psql postgres://app:{password}@db.internal:5432/app")
+    c.add("postgres url", password, f"psql postgres://app:{password}@db.internal:5432/app")
     password = r(_ALNUM, 16)
-    add("https url", password, f"pip install from https://deploy:{password}@pkgs.example.com/x")
+    c.add("https url", password, f"pip install from https://deploy:{password}@pkgs.example.com/x")
     password = r(_ALNUM, 24)
-    add("redis url", password, f"REDIS_URL is redis://:{password}@cache:6379/0")
+    c.add("redis url", password, f"REDIS_URL is redis://:{password}@cache:6379/0")
     password = r(_ALNUM, 20)
-    add("mongodb+srv url", password, f"mongodb+srv://admin:{password}@cluster0.mongodb.net/db")
-    token("json apiKey", r(_ALNUM, 32), '{{"apiKey": "{}", "region": "eu"}}')
-    token(
+    c.add("mongodb+srv url", password, f"mongodb+srv://admin:{password}@cluster0.mongodb.net/db")
+    c.token("json apiKey", r(_ALNUM, 32), '{{"apiKey": "{}", "region": "eu"}}')
+    c.token(
         "json client_secret", r(_ALNUM + "-_", 35), '{{"client_id": "web", "client_secret":"{}"}}'
     )
-    token("--token flag", r(_ALNUM, 30), "run deploy --token {} --force")
-    token(
+    c.token("--token flag", r(_ALNUM, 30), "run deploy --token {} --force")
+
+
+def _service_tokens(c: _Corpus) -> None:
+    """Tokens in each issuer's format (Slack, Stripe, JWT, Vault…)."""
+    r = c.r
+    c.token(
         "slack", "xoxb-" + r(string.digits, 12) + "-" + r(string.digits, 12) + "-" + r(_ALNUM, 24)
     )
-    token(
+    c.token(
         "slack webhook",
         "T" + r(_UPPER, 8) + "/B" + r(_UPPER, 8) + "/" + r(_ALNUM, 24),
         "post to https://hooks.slack.com/services/{}",
     )
-    token("google api key", "AIza" + r(_ALNUM + "-_", 35))
-    token(
+    c.token("google api key", "AIza" + r(_ALNUM + "-_", 35))
+    c.token(
         "telegram bot",
         r(string.digits, 10) + ":" + r(_ALNUM + "-_", 35),
         "https://api.telegram.org/bot{}/getMe",
     )
-    token("stripe", "sk_live_" + r(_ALNUM, 24))
-    token("hugging face", "hf_" + r(_ALNUM, 34))
-    token("gitlab", "glpat-" + r(_ALNUM + "-_", 20))
-    token("sendgrid", "SG." + r(_ALNUM + "-_", 22) + "." + r(_ALNUM + "-_", 43))
-    token("jwt", "eyJhbGciOiJIUzI1NiJ9.eyJ" + r(_ALNUM, 40) + "." + r(_ALNUM + "-_", 43))
-    token("npm", "npm_" + r(_ALNUM, 36))
-    token("pypi", "pypi-AgEIcHlwaS5vcmc" + r(_ALNUM + "-_", 80))
-    token("discord bot", "M" + r(_ALNUM, 23) + "." + r(_ALNUM, 6) + "." + r(_ALNUM + "-_", 27))
-    token("twilio", "SK" + r(_HEX, 32))
-    token("mailchimp", r(_HEX, 32) + "-us14")
-    token("square", "sq0csp-" + r(_ALNUM + "-_", 43))
-    token(
+    c.token("stripe", "sk_live_" + r(_ALNUM, 24))
+    c.token("hugging face", "hf_" + r(_ALNUM, 34))
+    c.token("gitlab", "glpat-" + r(_ALNUM + "-_", 20))
+    c.token("sendgrid", "SG." + r(_ALNUM + "-_", 22) + "." + r(_ALNUM + "-_", 43))
+    c.token("jwt", "eyJhbGciOiJIUzI1NiJ9.eyJ" + r(_ALNUM, 40) + "." + r(_ALNUM + "-_", 43))
+    c.token("npm", "npm_" + r(_ALNUM, 36))
+    c.token("pypi", "pypi-AgEIcHlwaS5vcmc" + r(_ALNUM + "-_", 80))
+    c.token("discord bot", "M" + r(_ALNUM, 23) + "." + r(_ALNUM, 6) + "." + r(_ALNUM + "-_", 27))
+    c.token("twilio", "SK" + r(_HEX, 32))
+    c.token("mailchimp", r(_HEX, 32) + "-us14")
+    c.token("square", "sq0csp-" + r(_ALNUM + "-_", 43))
+    c.token(
         "azure storage key",
         r(_B64, 86) + "==",
         "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={};EndpointSuffix=x",
     )
-    token("basic auth header", r(_B64, 28), "Authorization: Basic {}")
-    token(
+    c.token("basic auth header", r(_B64, 28), "Authorization: Basic {}")
+    c.token(
         "access_token in a query",
         r(_ALNUM, 40),
         "GET https://api.example.com/v1/me?access_token={}&x=1",
     )
-    token("google oauth secret", "GOCSPX-" + r(_ALNUM + "-_", 28))
-    token("digitalocean", "dop_v1_" + r(_HEX, 64))
-    token("vault", "hvs." + r(_ALNUM, 90))
-    token("password in prose", r(_ALNUM, 10) + "!7", "my password is {} for the router")
-    token("token in prose", r(_ALNUM, 32), "the deploy token for staging: {} (rotate monthly)")
-    token("random key alone", r(_ALNUM, 48), "keep this safe: {}")
-    return tuple(cases)
+    c.token("google oauth secret", "GOCSPX-" + r(_ALNUM + "-_", 28))
+    c.token("digitalocean", "dop_v1_" + r(_HEX, 64))
+    c.token("vault", "hvs." + r(_ALNUM, 90))
+
+
+def _in_prose(c: _Corpus) -> None:
+    """Secrets said in plain words, with no format to recognise."""
+    r = c.r
+    c.token("password in prose", r(_ALNUM, 10) + "!7", "my password is {} for the router")
+    c.token("token in prose", r(_ALNUM, 32), "the deploy token for staging: {} (rotate monthly)")
+    c.token("random key alone", r(_ALNUM, 48), "keep this safe: {}")
 
 
 SECRET_CASES: tuple[SecretCase, ...] = _cases()

@@ -13,17 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memory_router import (
-    NO_REPLY,
-    InvalidInput,
-    Router,
-    capture,
-    check_memory_flush,
-    is_silent_reply,
-    load_config,
-    recall_block,
-)
+from memory_router import InvalidInput, Router, load_config
 from memory_router._agent.capture import capture_category, capture_reason
+from memory_router.agent import NO_REPLY, capture, check_memory_flush, is_silent_reply, recall_block
 from memory_router.cli import build_cli
 
 KEYWORD_ONLY = '[embedding]\nprovider = "none"\n[query]\nmin_score = 0.0\n'

@@ -22,24 +22,26 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memory_router import (
-    Backend,
-    BackendResult,
-    BackendSpec,
     BackendStatus,
     BackendUnavailable,
-    EmbeddingProvider,
     InvalidInput,
     Progress,
-    ProviderContext,
-    ProviderSpec,
-    SearchRequest,
-    Snapshot,
     SyncReport,
-    get_plugin_manager,
     hookimpl,
     no_progress,
 )
 from memory_router.cli import build_cli
+from memory_router.kit import (
+    Backend,
+    BackendResult,
+    BackendSpec,
+    EmbeddingProvider,
+    ProviderContext,
+    ProviderSpec,
+    SearchRequest,
+    Snapshot,
+    get_plugin_manager,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 KEYWORD_ONLY = '[embedding]\nprovider = "none"\n'
@@ -322,6 +324,7 @@ def test_index_of_an_unknown_backend_is_refused_before_anything_is_made(
     assert sorted(p for p in config.parent.rglob("*")) == before
 
 
+@pytest.mark.slow
 def test_index_draws_a_progress_bar_only_on_a_terminal(
     monkeypatch: pytest.MonkeyPatch,
     write_config: Callable[..., Path],
@@ -384,6 +387,7 @@ def test_search_reads_the_query_from_stdin(
     assert json.loads(result.stdout)["results"][0]["path"] == "MEMORY.md"
 
 
+@pytest.mark.slow
 def test_index_and_search_with_the_test_embedder_in_a_subprocess(
     monkeypatch: pytest.MonkeyPatch,
     write_config: Callable[..., Path],

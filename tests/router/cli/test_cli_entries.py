@@ -47,7 +47,10 @@ def test_store_recall_forget_by_query(
     assert vague.exit_code == 0, vague.output
     assert "nothing forgotten. Candidates:" in vague.stdout
     hint = vague.stdout.splitlines()[-1]
-    assert hint.startswith("Hint: forget one by its id: memory-router forget e-")
+    # The command to paste repeats the --config in use (hints that paste).
+    assert hint.startswith(
+        f"Hint: forget one by its id: memory-router {base[0]} {base[1]} forget e-"
+    )
     assert hint.split()[-1] in vague.stdout.splitlines()[1]  # the best candidate's id
     assert len(json.loads(run(*base, "entries", "--json").stdout)) == 2
     sure = run(*base, "forget", "--query", "Prefers aisle seats", "--json")

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from test_cli_ops import run_process
 
+pytestmark = pytest.mark.slow
+
 ConfigWriter = Callable[..., Path]
 WorkspaceWriter = Callable[..., Path]
 KEYWORD_ONLY = '[embedding]\nprovider = "none"\n[query]\nmin_score = 0.0\n'
@@ -87,7 +89,7 @@ def test_doctor_says_to_fix_the_workspace_and_fix_deletes_nothing(moved: Path) -
     backend = lines.index(next(x for x in lines if x.startswith("✗ backend sqlite")))
     assert "built for another workspace or other memory paths" in lines[backend]
     assert lines[backend + 1].startswith(f"    fix: fix `workspace` in {moved} or create")
-    assert "then memory-router index --backend sqlite" in lines[backend + 1]
+    assert f"then memory-router --config {moved} index --backend sqlite" in lines[backend + 1]
     assert run("--config", str(moved), "doctor", "--fix").returncode == 1
     assert run("--config", str(moved), "index").returncode == 1
     assert chunk_paths(moved) == [  # searches, status, doctor --fix, index: all kept
@@ -135,7 +137,7 @@ def test_status_doctor_and_get_report_the_odd_files(odd_files: Path) -> None:
     assert doctor.returncode == 1  # a file left out is something to fix
     lines = doctor.stdout.splitlines()
     assert "✗ memory files: memory/garbage.md: looks binary (NUL bytes); not indexed" in lines
-    assert any(x.startswith("    fix: move these files out of the memory folders") for x in lines)
+    assert any(x.startswith("    fix: move binary files out of the memory folders") for x in lines)
     assert "✓ file encodings: memory/latin.md: not valid UTF-8; read as Windows-1252" in (
         doctor.stdout
     )

@@ -83,6 +83,7 @@ def assert_clean(exit_code: int, stdout: str, stderr: str) -> None:
         assert exit_code == 0, (exit_code, both)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150,
     deadline=None,

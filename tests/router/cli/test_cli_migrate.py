@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from memory_router import get_plugin_manager, testing
+from memory_router import testing
 from memory_router.cli import build_cli
+from memory_router.kit import get_plugin_manager
 
 
 def run(args: Sequence[str]) -> Result:
@@ -69,6 +70,17 @@ def test_qmd_as_a_source_is_refused_with_the_way_forward(setup: tuple[Path, Path
     assert result.exit_code == 1
     assert "Error: backend 'qmd' cannot be migrated from" in result.output
     assert "Hint: migrate from the Markdown instead" in result.output
+
+
+def test_an_unknown_target_is_refused_with_the_installed_backends(
+    setup: tuple[Path, Path],
+) -> None:
+    config, _ = setup
+    result = run(["--config", str(config), "migrate", "--from", "sqlite", "--to", "nope"])
+    assert result.exit_code == 1
+    assert "Error: no backend named 'nope'" in result.output
+    assert "Hint: use one of: " in result.output
+    assert "sqlite" in result.output.split("Hint:")[1]
 
 
 def test_migrate_needs_exactly_one_source(setup: tuple[Path, Path]) -> None:
@@ -126,6 +138,7 @@ def test_migrate_into_an_index_file_with_to_path(setup: tuple[Path, Path]) -> No
     assert "Hint: give --to-path the file to write" in folder.output
 
 
+@pytest.mark.slow
 def test_an_interrupted_migration_says_how_to_continue_and_doctor_shows_it(
     write_workspace: Callable[..., Path],
     write_config: Callable[..., Path],
@@ -171,8 +184,8 @@ def test_an_interrupted_migration_says_how_to_continue_and_doctor_shows_it(
         " written (interrupted); its copy is kept beside the live index"
     )
     assert lines[at + 1] == (
-        f"    fix: memory-router migrate --from sqlite --to-path {backup} --resume"
-        " (without --resume it starts clean)"
+        f"    fix: memory-router --config {config} migrate --from sqlite --to-path {backup}"
+        " --resume (without --resume it starts clean)"
     )
     resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr

@@ -90,6 +90,7 @@ def test_status_exits_1_when_no_backend_can_answer(config: Path) -> None:
     assert json.loads(as_json.stdout)["can_answer"] is False
 
 
+@pytest.mark.slow
 def test_breakers_and_fallbacks_seen_by_one_process_show_in_status_from_another(
     write_workspace: WorkspaceWriter, write_config: ConfigWriter
 ) -> None:
@@ -139,7 +140,7 @@ def test_doctor_finds_a_corrupt_index_and_fix_rebuilds_it(config: Path) -> None:
     assert before.exit_code == 1
     assert "✗ backend sqlite: " in before.output
     assert "damaged" in before.output
-    assert "    fix: memory-router doctor --fix" in before.output
+    assert f"    fix: memory-router --config {config} doctor --fix" in before.output
     fixed = run("--config", str(config), "doctor", "--fix")
     assert fixed.exit_code == 0, fixed.output
     assert "Fixed: repaired sqlite: the index was damaged" in fixed.output
@@ -205,6 +206,7 @@ def test_agents_lists_every_agent_with_size_and_health(
 # -- workspace checks --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_missing_workspace_is_an_error_and_keeps_the_index(
     write_workspace: WorkspaceWriter, write_config: ConfigWriter, tmp_path: Path
 ) -> None:
@@ -319,6 +321,7 @@ def test_a_search_during_another_index_answers_from_the_existing_index(config: P
     assert "Hint: let it finish" in waited.output
 
 
+@pytest.mark.slow
 def test_two_concurrent_index_processes_build_once(
     write_workspace: WorkspaceWriter, write_config: ConfigWriter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -351,6 +354,7 @@ def test_two_concurrent_index_processes_build_once(
     assert not list(state.glob("memory.sqlite.tmp-*"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["search", "index"])
 def test_ctrl_c_during_a_first_index_build_ends_it_at_once_and_loses_nothing(
     write_workspace: WorkspaceWriter,
@@ -461,6 +465,7 @@ def test_a_bogus_mode_is_refused_by_the_backend_that_would_answer(
     assert "Fallback" not in refused.output  # refused, not treated as a backend failure
 
 
+@pytest.mark.slow
 def test_user_fixable_errors_carry_a_hint(
     config: Path, write_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -468,7 +473,7 @@ def test_user_fixable_errors_carry_a_hint(
     assert error_lines(missing.stderr)[1].startswith("Hint: check the path")
     unknown = run_process("--config", str(config), "forget", "e-does-not-exist")
     assert error_lines(unknown.stderr)[1] == (
-        "Hint: `memory-router entries` lists the ids of the stored entries"
+        f"Hint: `memory-router --config {config} entries` lists the ids of the stored entries"
     )
     for name in ("OPENAI_API_KEY",):
         monkeypatch.delenv(name, raising=False)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import Config, ConfigError, Secret, load_config
+from memory_router import Config, ConfigError, load_config
+from memory_router.kit import Secret
 
 
 def write(tmp_path: Path, text: str) -> Path:

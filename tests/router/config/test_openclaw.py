@@ -96,24 +96,36 @@ def test_openclaw_json_becomes_our_toml_and_names_what_it_leaves(tmp_path: Path)
         "remote": {"base_url": "https://example.invalid/v1"},
     }
     assert config["sources"] == ["memory", "sessions"]
-    assert config["extra_paths"] == ["notes", "runbooks"]
+    # The only agent is the default one: agents.defaults.workspace is its workspace, and
+    # relative extra paths are OpenClaw's, against that workspace; QMD paths are carried
+    # as extra paths, as OpenClaw's doctor does.
+    home = Path.home()
+    assert (conversion.agent, conversion.layout) == ("ops", "legacy")
+    assert config["workspace"] == str(home / "agent")
+    assert config["extra_paths"] == [
+        str(home / "agent/notes"),
+        str(home / "agent/runbooks"),
+        str(home / "docs"),
+    ]
     assert config["query"]["max_results"] == 4  # the agent's own value wins
     assert config["query"]["mmr"] == {"enabled": True}
     assert config["router"] == {"chain": ["qmd", "sqlite"]}
     assert config["backends"]["qmd"] == {"search_timeout_s": 4.0}
+    # The legacy chunker, with the file's own sizes: its vectors stay reusable.
+    assert config["chunking"] == {"tokens": 300, "overlap": 60, "structure": "off"}
     dropped = dict(conversion.dropped)
+    level = "agents.defaults.memorySearch."
     assert set(dropped) == {
-        "agents.list[ops].memorySearch.remote.apiKey",
-        "agents.list[ops].memorySearch.store.path",
-        "agents.list[ops].memorySearch.multimodal.enabled",
-        "agents.list[ops].memorySearch.sparkle",
-        "memory.qmd.paths",
+        level + "remote.apiKey",
+        level + "store.path",
+        level + "multimodal.enabled",
+        level + "sparkle",
     }
-    assert dropped["agents.list[ops].memorySearch.sparkle"] == "unknown key"
-    assert "migrate --from-path" in dropped["agents.list[ops].memorySearch.store.path"]
+    assert dropped[level + "sparkle"] == "unknown key"
+    assert "migrate --from-path" in dropped[level + "store.path"]
     text = to_toml(conversion, origin="openclaw.json")
     assert "sk-secret" not in text
-    assert "#   memory.qmd.paths: add the folders to extra_paths" in text
+    assert "#   agents.defaults.memorySearch.remote.apiKey: secrets stay out" in text
     import tomllib
 
     parsed = tomllib.loads(text)

@@ -9,16 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_router import (
+from memory_router import EmbeddingError, Router, hookimpl, load_config
+from memory_router.kit import (
     Embedder,
     EmbeddingCache,
-    EmbeddingError,
     EmbeddingProvider,
     ProviderSpec,
-    Router,
     get_plugin_manager,
-    hookimpl,
-    load_config,
     provider_key,
 )
 

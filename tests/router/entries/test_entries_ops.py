@@ -12,16 +12,10 @@ from typing import Any
 
 import pytest
 
-from memory_router import (
-    Entry,
-    InvalidInput,
-    NotFound,
-    Router,
-    entry_weight,
-    testing,
-)
+from memory_router import Entry, InvalidInput, NotFound, Router, testing
 from memory_router._config.config import EntryRankingConfig
 from memory_router._workspace.journal import journal_text
+from memory_router.kit import entry_weight
 
 FILES = {"MEMORY.md": "# Memory\n\nThe deploy key rotates monthly; see the runbook.\n"}
 

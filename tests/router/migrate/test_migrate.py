@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import InvalidInput, NotFound, Progress, Router, SearchRequest, migrate
+from memory_router import InvalidInput, NotFound, Progress, Router, migrate
 from memory_router._migrate.verify import query_of
-from memory_router.testing import write_workspace
+from memory_router.kit import SearchRequest
+from memory_router.testing import publish_chunks, write_workspace
 from migrate_support import (
     CountingEmbedder,
     build_index,
@@ -123,7 +124,7 @@ def test_verify_is_one_on_identical_indexes_and_less_on_a_damaged_target(
         c.__class__(**{**c.to_dict(), "entry": None, "embedding": chunks[i - 1].embedding})
         for i, c in enumerate(chunks)
     ]
-    target.import_chunks(shifted, fingerprint=router.fingerprint().to_dict())
+    publish_chunks(target, shifted, fingerprint=router.fingerprint().to_dict())
     damaged = migrate(router, "sqlite", source_path=source, verify=15, copy=False)
     assert damaged.verify is not None
     assert damaged.verify.overlap < 1.0

@@ -15,8 +15,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from memory_router.testing import write_workspace
 from migrate_support import build_index, config_for, corpus, rows
+
+pytestmark = pytest.mark.slow
 
 CHILD = """
 import sys

@@ -14,22 +14,17 @@ from typing import Any
 
 import pytest
 
-from memory_router import (
+from memory_router import BackendStatus, Hit, Router, SyncReport, hookimpl, load_config
+from memory_router._config.config import SyncConfig
+from memory_router._routing.ledger import SyncLedger
+from memory_router.kit import (
     Backend,
     BackendContext,
     BackendResult,
     BackendSpec,
-    BackendStatus,
-    Hit,
-    Router,
     SearchRequest,
     Snapshot,
-    SyncReport,
-    hookimpl,
-    load_config,
 )
-from memory_router._config.config import SyncConfig
-from memory_router._routing.ledger import SyncLedger
 
 
 class Knobs:

@@ -11,10 +11,6 @@ from typing import Any
 import pytest
 
 from memory_router import (
-    Backend,
-    BackendContext,
-    BackendResult,
-    BackendSpec,
     BackendStatus,
     BackendUnavailable,
     ConfigError,
@@ -22,11 +18,17 @@ from memory_router import (
     InvalidInput,
     NotFound,
     Router,
-    SearchRequest,
-    Snapshot,
     SyncReport,
     hookimpl,
     load_config,
+)
+from memory_router.kit import (
+    Backend,
+    BackendContext,
+    BackendResult,
+    BackendSpec,
+    SearchRequest,
+    Snapshot,
 )
 
 

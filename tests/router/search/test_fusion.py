@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory_router import (
+from memory_router._search.fusion import MATCH_LEVEL, minor_share
+from memory_router.kit import (
     FUSION_METHODS,
     VectorScale,
     convex_fusion,
@@ -16,7 +17,6 @@ from memory_router import (
     weighted_fusion,
     zscore_fusion,
 )
-from memory_router._search.fusion import MATCH_LEVEL, minor_share
 
 VECTOR = {"a": 0.9, "b": 0.6, "c": 0.3}
 TEXT = {"b": 0.8, "d": 0.4}

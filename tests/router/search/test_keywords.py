@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_router import (
+from memory_router._search.keywords import STOP_WORDS, strip_korean_particle
+from memory_router.kit import (
     bm25_to_score,
     build_match_query,
     build_or_query,
     extract_keywords,
     query_keywords,
 )
-from memory_router._search.keywords import STOP_WORDS, strip_korean_particle
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import BackendResult, Hit, Router, SearchRequest, load_config, testing
+from memory_router import Hit, Router, load_config, testing
 from memory_router._search.ranking import (
     apply_decay,
     citations_on,
@@ -23,6 +23,7 @@ from memory_router._search.ranking import (
     mmr_tokens,
     shape,
 )
+from memory_router.kit import BackendResult, SearchRequest
 
 
 def hit(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memory_router import best_lines, best_runs, keyword_coverage
-from memory_router._search.snippets import best_window
+from memory_router._search.snippets import window
+from memory_router.kit import best_lines, best_runs, keyword_coverage
 
 LINES = [
     "# Diary",
@@ -40,10 +40,11 @@ def test_weighted_coverage_is_a_share_of_the_weight() -> None:
     assert keyword_coverage("green tea", "green tea", {"green": 0.0, "tea": 0.0}) == 1.0
 
 
-def test_best_window_still_cuts_text_at_the_best_line() -> None:
+def test_window_still_cuts_text_at_the_best_line() -> None:
     text = "\n".join(LINES)
-    assert best_window(text, "hotel river", 45).startswith("The hotel in Lisbon")
-    assert best_window("short", "x", 45) == "short"
+    start, snippet = window(text, "hotel river", 45)
+    assert (start, snippet[:19]) == (4, "The hotel in Lisbon")
+    assert window("short", "x", 45) == (0, "short")
 
 
 def test_best_runs_do_not_overlap_and_each_holds_a_keyword() -> None:

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from memory_router import signal_child, spawn_child
+from memory_router.kit import signal_child, spawn_child
 
 
 def test_exit_code_output_and_missing_command() -> None:

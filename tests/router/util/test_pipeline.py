@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memory_router import prefetch
+from memory_router.kit import prefetch
 
 
 def test_items_come_in_order_from_a_thread_that_runs_ahead() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from memory_router import acquire_lock, communicate, join_thread, wait_event, wait_future
+from memory_router.kit import acquire_lock, communicate, join_thread, wait_event, wait_future
 
 WATCHDOG_S = 30.0
 

@@ -13,7 +13,6 @@ from memory_router._workspace.chunking import (
     RawChunk,
     chunk_id,
     chunk_markdown,
-    split_oversized,
     utf16_length,
     weighted_length,
 )
@@ -180,6 +179,7 @@ def test_chunks_are_ordered_cover_every_line_and_match_the_source(
         assert "".join(c.text.replace("\n", "") for c in chunks) == "".join(lines)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(text=TEXT, sizes=SIZES)
 def test_chunk_size_is_bounded_by_max_chars_plus_the_carried_overlap(
@@ -202,6 +202,7 @@ def test_chunk_size_is_bounded_by_max_chars_plus_the_carried_overlap(
         )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(lines=st.lists(st.text(alphabet="abc xyz", max_size=30), min_size=1, max_size=80))
 def test_short_lines_round_trip_through_line_ranges(lines: list[str]) -> None:
@@ -217,27 +218,7 @@ def test_short_lines_round_trip_through_line_ranges(lines: list[str]) -> None:
         assert sum(len(s) + 1 for s in carried[1:]) < 20  # overlap_chars = 5 * 4
 
 
-# -- oversized chunks and ids ----------------------------------------------------------
-
-
-def test_split_oversized_cuts_by_utf8_bytes_on_character_boundaries() -> None:
-    chunk = RawChunk(3, 7, "é" * 10, sha("é" * 10))  # 20 bytes
-    small = RawChunk(8, 8, "ok", sha("ok"))
-    pieces = split_oversized([chunk, small], 5)
-    assert [p.text for p in pieces] == ["éé"] * 5 + ["ok"]
-    assert all((p.start_line, p.end_line) == (3, 7) for p in pieces[:5])
-    assert all(p.hash == sha(p.text) for p in pieces)
-    assert pieces[-1] is small
-
-
-@settings(max_examples=200, deadline=None)
-@given(text=st.text(min_size=1, max_size=200), budget=st.integers(1, 40))
-def test_split_oversized_loses_nothing_and_respects_the_budget(text: str, budget: int) -> None:
-    pieces = split_oversized([RawChunk(1, 1, text, sha(text))], budget)
-    assert "".join(p.text for p in pieces) == text
-    for piece in pieces:
-        size = len(piece.text.encode("utf-8", "surrogatepass"))
-        assert size <= budget or len(piece.text) == 1
+# -- ids --------------------------------------------------------------------------------
 
 
 def test_chunk_id_is_sha256_of_the_colon_joined_fields() -> None:

@@ -1,4 +1,4 @@
-"""How memory files' bytes become text (``_decoding``): the rules every reader shares."""
+"""How memory files' bytes become text (``_workspace.decoding``): the rules every reader shares."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 from memory_router._workspace.decoding import decode
 
 
-def test_utf_8_is_read_unchanged_bom_and_all() -> None:
-    data = "\ufeff# Notes\n\nnaïve café 寿司\n".encode()
-    decoded = decode(data)
-    assert (decoded.text, decoded.encoding, decoded.warning) == (data.decode(), "utf-8", None)
+def test_utf_8_is_read_unchanged_but_for_a_byte_order_mark() -> None:
+    text = "# Notes\n\nnaïve café 寿司\n"
+    decoded = decode(("\ufeff" + text).encode())
+    assert (decoded.text, decoded.encoding, decoded.warning) == (text, "utf-8", None)
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from memory_router import Config
 from memory_router._config.config import EntriesConfig
 from memory_router._workspace.discovery import (
     IGNORED_DIRS,
-    discover_documents,
+    discover,
     is_memory_path,
     list_memory_files,
     relative_path,
@@ -26,8 +26,8 @@ def write(path: Path, text: str = "note\n") -> Path:
     return path
 
 
-def rels(workspace: Path, files: list[Path]) -> list[str]:
-    return [relative_path(workspace, f) for f in files]
+def rels(workspace: Path, files: list[str]) -> list[str]:
+    return [relative_path(workspace, Path(f)) for f in files]
 
 
 @pytest.fixture
@@ -167,7 +167,7 @@ def test_discover_documents_records(ws: Path, tmp_path: Path) -> None:
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "raw.md").write_bytes(b"caf\xe9\n")
     config = Config(workspace=str(ws), extra_paths=(str(tmp_path / "notes"),))
-    docs = {d.path: d for d in discover_documents(config)}
+    docs = {d.path: d for d in discover(config).documents}
     assert list(docs) == sorted(docs)
     assert docs["memory/entries.md"].kind == "journal"
     assert docs["MEMORY.md"].kind == "markdown"
@@ -184,19 +184,19 @@ def test_discover_documents_records(ws: Path, tmp_path: Path) -> None:
 def test_journal_outside_memory_dir_is_still_discovered(ws: Path) -> None:
     write(ws / "journal.md", "- x\n")
     config = Config(workspace=str(ws), entries=EntriesConfig(path="journal.md"))
-    docs = {d.path: d for d in discover_documents(config)}
+    docs = {d.path: d for d in discover(config).documents}
     assert docs["journal.md"].kind == "journal"
 
 
 def test_known_hashes_are_reused_when_mtime_and_size_match(ws: Path) -> None:
     config = Config(workspace=str(ws))
-    docs = discover_documents(config)
+    docs = discover(config).documents
     known = {d.path: (d.mtime, d.size, "cached-hash") for d in docs}
-    again = {d.path: d for d in discover_documents(config, known)}
+    again = {d.path: d for d in discover(config, known).documents}
     assert {d.hash for d in again.values()} == {"cached-hash"}
     # A changed size means the file is read and hashed again.
     write(ws / "MEMORY.md", "changed\n")
-    again = {d.path: d for d in discover_documents(config, known)}
+    again = {d.path: d for d in discover(config, known).documents}
     assert again["MEMORY.md"].hash == hashlib.sha256(b"changed\n").hexdigest()
     assert again["memory.md"].hash == "cached-hash"
 
@@ -205,7 +205,7 @@ def test_a_removed_file_disappears_even_with_a_known_hash(ws: Path) -> None:
     config = Config(workspace=str(ws))
     known = {"MEMORY.md": (0.0, 0, "stale")}
     (ws / "MEMORY.md").unlink()
-    assert "MEMORY.md" not in {d.path for d in discover_documents(config, known)}
+    assert "MEMORY.md" not in {d.path for d in discover(config, known).documents}
 
 
 @pytest.mark.slow
@@ -215,11 +215,11 @@ def test_ten_thousand_files_are_discovered_quickly(tmp_path: Path) -> None:
         write(ws / "memory" / f"d{i % 100}" / f"n{i}.md", f"# note {i}\n" + "words " * 50)
     config = Config(workspace=str(ws))
     started = time.perf_counter()
-    docs = discover_documents(config)
+    docs = discover(config).documents
     cold = time.perf_counter() - started
     known = {d.path: (d.mtime, d.size, d.hash) for d in docs}
     started = time.perf_counter()
-    again = discover_documents(config, known)
+    again = discover(config, known).documents
     warm = time.perf_counter() - started
     assert len(docs) == 10_000
     assert again == docs

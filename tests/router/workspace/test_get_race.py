@@ -12,7 +12,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from memory_router import InvalidInput, Router
+
+pytestmark = pytest.mark.slow
 
 INSIDE = "# Inside\n\nthe real note\n"
 OUTSIDE = "# Outside\n\nTOP SECRET from outside the workspace\n"

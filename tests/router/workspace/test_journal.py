@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_router import CATEGORIES, Config, Entry, InvalidInput, NotFound
-from memory_router._workspace.discovery import discover_documents
+from memory_router._workspace.discovery import discover
 from memory_router._workspace.files import read_memory_file
 from memory_router._workspace.journal import (
     HEADER,
@@ -110,6 +110,7 @@ ENTRIES = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -319,7 +320,7 @@ def test_leftovers_of_an_interrupted_write_are_ignored(journal: Path) -> None:
     (journal.parent / f".{journal.name}.deadbeef.tmp").write_text("- half written")
     assert [e.text for e in read_journal(journal)] == ["kept"]
     config = Config(workspace=str(journal.parent.parent))
-    assert [d.path for d in discover_documents(config)] == ["memory/entries.md"]
+    assert [d.path for d in discover(config).documents] == ["memory/entries.md"]
     append_entry(journal, entry("next", "e-2"))
     assert [e.text for e in read_journal(journal)] == ["kept", "next"]
 
@@ -371,7 +372,7 @@ def test_workspace_loads_the_journal_as_entry_chunks(journal: Path) -> None:
     workspace = journal.parent.parent
     append_entry(journal, entry("stored fact", category="fact"))
     config = Config(workspace=str(workspace))
-    [doc] = [d for d in discover_documents(config) if d.kind == "journal"]
+    [doc] = [d for d in discover(config).documents if d.kind == "journal"]
     text, chunks, _ = load_document(doc, config, "fts-only")
     assert text == journal.read_text()
     [chunk] = chunks

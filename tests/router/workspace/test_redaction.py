@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from memory_router import Chunk, Router
+from memory_router import Router
 from memory_router._workspace.redact import REDACTION_VERSION, redact, redact_messages
 from memory_router._workspace.sessions import build_session_entry
+from memory_router.kit import Chunk
+from memory_router.testing import publish_chunks
 from memory_router.testing._secrets import NEAR_MISSES, SECRET_CASES, SecretCase
 
 
@@ -81,6 +83,7 @@ def test_a_lone_end_line_takes_the_key_material_before_it() -> None:
     assert redact(text) == "rest of it: …redacted… -----END PRIVATE KEY----- ok"
 
 
+@pytest.mark.slow
 def test_redaction_stays_linear_on_many_secret_words() -> None:
     import time
 
@@ -139,7 +142,7 @@ def test_an_index_from_an_older_redaction_is_rebuilt_without_its_secrets(
             hash="0" * 64,
             model="fts-only",
         )
-        router.backend("sqlite").import_chunks([old], fingerprint=fingerprint)
+        publish_chunks(router.backend("sqlite"), [old], fingerprint=fingerprint)
         router.close()
     assert files_holding(tmp_path / "state", case.secret)  # the old index holds it
     with Router.from_config(secret_router.config) as router:
