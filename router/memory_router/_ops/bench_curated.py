@@ -10,7 +10,10 @@ unless the configuration says otherwise — as an agent's ``memory_search`` woul
 * ``found@3`` — share of fact questions where one of the first three hits covers the fact's
   first line and its snippet shows the answer (case-insensitive); ``found@1`` the same for
   the first hit, ``found`` for any hit of the answer;
-* ``off_topic_answered`` — share of off-topic questions answered with any hit at all.
+* ``off_topic_answered`` — share of off-topic questions answered with any hit at all;
+* ``found@3_hinted`` / ``off_topic_hinted`` — the same two when an agent follows the hint
+  of an empty answer (``below_min_score``): asks again with its ``show_with``. What the
+  agent then has to judge is weak hits, which it can see are weak.
 """
 
 from __future__ import annotations
@@ -140,7 +143,9 @@ def shows(hit: Hit, fact: Fact) -> bool:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Outcome:
     """One question asked: the workspace, the question, the fact (``None``: off-topic), the
-    rank of the first hit that shows the fact (0: none), the hit count and the first hit."""
+    rank of the first hit that shows the fact (0: none), the hit count and the first hit;
+    ``hinted_rank`` / ``hinted_hits`` the same once the hint of an empty answer is followed
+    (equal to ``rank`` / ``hits`` when the answer was not empty or had no hint)."""
 
     group: str
     question: str
@@ -148,6 +153,8 @@ class Outcome:
     rank: int
     hits: int
     top: Hit | None
+    hinted_rank: int = 0
+    hinted_hits: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,6 +206,8 @@ def metrics(asked: Sequence[Outcome]) -> dict[str, float]:
         "found@3": share(facts, lambda a: 0 < a.rank <= TOP),
         "found": share(facts, lambda a: a.rank > 0),
         "off_topic_answered": share(off, lambda a: a.hits > 0),
+        "found@3_hinted": share(facts, lambda a: 0 < (a.rank or a.hinted_rank) <= TOP),
+        "off_topic_hinted": share(off, lambda a: a.hits + a.hinted_hits > 0),
         "fact_questions": float(len(facts)),
         "off_topic_questions": float(len(off)),
     }
@@ -213,13 +222,31 @@ def curated_config(
     return apply_overrides(config, {"query": {"max_injected_chars": base.query.max_injected_chars}})
 
 
+def _rank(results: Sequence[Hit], fact: Fact | None) -> int:
+    if fact is None:
+        return 0
+    return next((r for r, h in enumerate(results, 1) if shows(h, fact)), 0)
+
+
 def _ask(router: Router, group: str, question: str, fact: Fact | None) -> Outcome:
-    results = router.search(question).results
-    rank = 0
-    if fact is not None:
-        rank = next((r for r, h in enumerate(results, 1) if shows(h, fact)), 0)
+    """One question as an agent asks it, and again as the hint of an empty answer says."""
+    response = router.search(question)
+    results = response.results
+    below = response.below_min_score
+    hinted = results
+    if not results and below is not None:
+        hinted = router.search(question, min_score=below.show_with).results
     top = results[0] if results else None
-    return Outcome(group=group, question=question, fact=fact, rank=rank, hits=len(results), top=top)
+    return Outcome(
+        group=group,
+        question=question,
+        fact=fact,
+        rank=_rank(results, fact),
+        hits=len(results),
+        top=top,
+        hinted_rank=_rank(hinted, fact),
+        hinted_hits=len(hinted),
+    )
 
 
 def run_curated(

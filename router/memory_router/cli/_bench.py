@@ -314,14 +314,16 @@ def render_curated(dataset: CuratedSet, reports: Sequence[CuratedReport], *, ver
         f"dataset curated ({dataset.source}) sha256 {dataset.sha256}",
         f"{dataset.fact_questions} fact questions, {dataset.off_topic} off-topic",
         "",
-        "variant | found@1 | found@3 | found | off-topic answered | p50 ms",
-        "--- | --- | --- | --- | --- | ---",
+        "variant | found@1 | found@3 | found | off-topic answered"
+        " | found@3, hint followed | off-topic shown, hint followed | p50 ms",
+        "--- | --- | --- | --- | --- | --- | --- | ---",
     ]
     for r in reports:
         m = r.metrics
         lines.append(
             f"{r.variant.label} | {m['found@1']:.3f} | {m['found@3']:.3f} | {m['found']:.3f}"
-            f" | {m['off_topic_answered']:.3f} | {r.p50_ms:.1f}"
+            f" | {m['off_topic_answered']:.3f} | {m['found@3_hinted']:.3f}"
+            f" | {m['off_topic_hinted']:.3f} | {r.p50_ms:.1f}"
         )
     if verbose:
         for r in reports:

@@ -202,13 +202,15 @@ def test_curated_figures_by_hand(tmp_path: Path) -> None:
         Outcome(group="g", question="a", fact=fact, rank=1, hits=2, top=None),
         Outcome(group="g", question="b", fact=fact, rank=3, hits=3, top=None),
         Outcome(group="g", question="c", fact=fact, rank=5, hits=6, top=None),
-        Outcome(group="g", question="d", fact=fact, rank=0, hits=0, top=None),
+        # Empty, and found at rank 2 once the hint (below_min_score.show_with) is followed.
+        Outcome(group="g", question="d", fact=fact, rank=0, hits=0, top=None, hinted_rank=2),
         Outcome(group="g", question="e", fact=None, rank=0, hits=0, top=None),
         Outcome(group="g", question="f", fact=None, rank=0, hits=2, top=None),
     ]
     m = curated_metrics(asked)
     assert (m["found@1"], m["found@3"], m["found"]) == (0.25, 0.5, 0.75)
     assert m["off_topic_answered"] == 0.5
+    assert (m["found@3_hinted"], m["off_topic_hinted"]) == (0.75, 0.5)
 
 
 def test_bench_curated_through_the_command(tmp_path: Path) -> None:
@@ -225,6 +227,8 @@ def test_bench_curated_through_the_command(tmp_path: Path) -> None:
     # Neither off-topic question gets a hit: "kettle" is one keyword of four.
     assert m["off_topic_answered"] == 0.0
     assert [miss["question"] for miss in variant["misses"]] == ["how do I take my coffee"]
+    # Its empty answer says where the coffee bullet is: asked again with show_with, found.
+    assert m["found@3_hinted"] == pytest.approx(1.0)
     table = CliRunner().invoke(build_cli(), [*args, "-v"])
     assert "found@3" in table.output
     assert "'how do I take my coffee'" in table.output
