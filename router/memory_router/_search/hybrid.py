@@ -79,10 +79,15 @@ def keyword_chunks(keyword: Mapping[str, ScoredChunk], *, query: str, backend: s
     question that does, so such a match is no longer a confident hit: an empty answer
     then says so (``below_min_score``).
     """
-    fused = keyword_only_fusion(
-        {k: r.score for k, r in keyword.items()},
-        {k: keyword_coverage(query, r.text) for k, r in keyword.items()},
-    )
+    fused = {
+        f.id: f
+        for f in keyword_only_fusion(
+            {k: r.score for k, r in keyword.items()},
+            {k: keyword_coverage(query, r.text) for k, r in keyword.items()},
+        )
+    }
+    # Best first; ties keep the leg's order (the backend's: BM25, then rowid), not the
+    # fusion's tie-break by id, so a keyword-only answer is the one BM25 query's.
     return [
         keyword[f.id].hit(
             backend,
@@ -97,5 +102,5 @@ def keyword_chunks(keyword: Mapping[str, ScoredChunk], *, query: str, backend: s
                 support=f.support,
             ),
         )
-        for f in fused
+        for f in sorted((fused[k] for k in keyword), key=lambda f: -f.score)
     ]
