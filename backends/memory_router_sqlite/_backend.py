@@ -106,6 +106,7 @@ class SqliteBackend(Backend):
             else:
                 with self.store.reader() as other:
                     result = self._search(conn, request, Halves(middle, other), postings)
+        self.store.postings.fetch_asked()  # after the answer, not beside it
         if self.store.read_only is None:
             return result
         note = f"{self.name}: {self.store.read_only[0]}: answered from the index as it is"

@@ -50,6 +50,7 @@ class Postings:
         self._reader = reader
         self.max_postings = max_postings
         self._pending: set[tuple[str, str, tuple[object, ...]]] = set()
+        self._queued: list[list[tuple[str, str, tuple[object, ...]]]] = []
         self._lock = threading.Lock()
         self._state: bytes | None = None
         self._kept: OrderedDict[tuple[str, str, tuple[object, ...]], Any] = OrderedDict()
@@ -86,8 +87,9 @@ class Postings:
         limit`` returns.
 
         Without ``wait`` only postings kept already answer: ``None`` when a phrase has
-        none kept, and its postings are then fetched in the background (a fetch costs
-        more than FTS5's own ranking of the query, which the caller does meanwhile).
+        none kept, and its postings are fetched in the background after
+        :meth:`fetch_asked` (a fetch costs more than FTS5's own ranking of the query,
+        which the caller does instead).
         """
         import numpy as np
 
@@ -127,9 +129,19 @@ class Postings:
             self._pending.update(missing)
         if any(part is None for part in found):
             if missing:
-                _background().put(lambda: self._fill(missing))
+                with self._lock:
+                    self._queued.append(missing)
             return None
         return found
+
+    def fetch_asked(self) -> None:
+        """Start fetching, in the background, the postings queries found missing (the
+        backend calls this once its answer is ready: a fetch started mid-search would
+        take the core its other half runs on)."""
+        with self._lock:
+            queued, self._queued = self._queued, []
+        for keys in queued:
+            _background().put(functools.partial(self._fill, keys))
 
     def _fill(self, keys: list[tuple[str, str, tuple[object, ...]]]) -> None:
         """Fetch and keep the postings of ``keys`` (on the background thread)."""

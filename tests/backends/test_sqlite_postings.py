@@ -152,6 +152,9 @@ def test_without_wait_kept_postings_answer_and_missing_ones_are_fetched(router: 
     phrases = phrases_of(["w2", "w9", "w150"])
     with store.reader() as conn:
         assert postings.ranked(conn, phrases, "1", [], 25, wait=False) is None
+        time.sleep(0.2)
+        assert len(postings) == 0  # asked for, not fetched until the answer is out
+        postings.fetch_asked()
         deadline = time.monotonic() + 30
         while len(postings) < len(phrases) and time.monotonic() < deadline:
             time.sleep(0.01)  # fetched on the background thread
