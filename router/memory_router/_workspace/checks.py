@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
+import stat
 from pathlib import Path
 
 from .._config.config import Config
@@ -23,35 +25,46 @@ def check_workspace(config: Config) -> Path:
     goes through it, and nothing ever creates a missing workspace.
     """
     path = config.workspace_path
-    where = config.file or "<defaults>"
-    fix = (
-        f"fix `workspace` in {where} or pass --workspace PATH"
-        if config.file
-        else "pass --workspace PATH or set `workspace` in the config file"
-    )
-    if not path.exists():
+    try:  # one stat, and the hints written only when they are needed: a check per search
+        info = os.stat(path)
+    except OSError as error:
+        if error.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            raise _unreadable(config, path, error) from error
         raise ConfigError(
             f"the workspace {path} does not exist; nothing was indexed or removed",
             path=config.file,
             key="workspace",
-            hint=f"create it (mkdir -p {shlex.quote(str(path))}), mount it, or {fix}",
-        )
-    if not path.is_dir():
+            hint=f"create it (mkdir -p {shlex.quote(str(path))}), mount it, or {_fix(config)}",
+        ) from None
+    if not stat.S_ISDIR(info.st_mode):
         raise ConfigError(
-            f"the workspace {path} is not a folder", path=config.file, key="workspace", hint=fix
+            f"the workspace {path} is not a folder",
+            path=config.file,
+            key="workspace",
+            hint=_fix(config),
         )
-    try:  # opening it is what proves it readable; one entry is enough (a check per search)
+    try:  # opening it is what proves it readable; one entry is enough
         with os.scandir(path) as entries:
             next(entries, None)
     except OSError as error:
-        raise ConfigError(
-            f"the workspace {path} cannot be read ({error.strerror or error});"
-            " nothing was indexed or removed",
-            path=config.file,
-            key="workspace",
-            hint=f"make it readable (chmod u+rx {shlex.quote(str(path))}) or {fix}",
-        ) from error
+        raise _unreadable(config, path, error) from error
     return path
+
+
+def _fix(config: Config) -> str:
+    if config.file:
+        return f"fix `workspace` in {config.file} or pass --workspace PATH"
+    return "pass --workspace PATH or set `workspace` in the config file"
+
+
+def _unreadable(config: Config, path: Path, error: OSError) -> ConfigError:
+    return ConfigError(
+        f"the workspace {path} cannot be read ({error.strerror or error});"
+        " nothing was indexed or removed",
+        path=config.file,
+        key="workspace",
+        hint=f"make it readable (chmod u+rx {shlex.quote(str(path))}) or {_fix(config)}",
+    )
 
 
 def memory_file_exists(config: Config, path: str) -> bool:
