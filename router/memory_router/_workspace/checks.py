@@ -30,18 +30,17 @@ def check_workspace(config: Config) -> Path:
     except OSError as error:
         if error.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
             raise _unreadable(config, path, error) from error
+        where, fix = _workspace_origin(config)
         raise ConfigError(
             f"the workspace {path} does not exist; nothing was indexed or removed",
-            path=config.file,
+            path=where,
             key="workspace",
-            hint=f"create it (mkdir -p {shlex.quote(str(path))}), mount it, or {_fix(config)}",
+            hint=f"create it (mkdir -p {shlex.quote(str(path))}), mount it, or {fix}",
         ) from None
     if not stat.S_ISDIR(info.st_mode):
+        where, fix = _workspace_origin(config)
         raise ConfigError(
-            f"the workspace {path} is not a folder",
-            path=config.file,
-            key="workspace",
-            hint=_fix(config),
+            f"the workspace {path} is not a folder", path=where, key="workspace", hint=fix
         )
     try:  # opening it is what proves it readable; one entry is enough
         with os.scandir(path) as entries:
@@ -51,20 +50,28 @@ def check_workspace(config: Config) -> Path:
     return path
 
 
-def _fix(config: Config) -> str:
-    if config.file:
-        return f"fix `workspace` in {config.file} or pass --workspace PATH"
-    return "pass --workspace PATH or set `workspace` in the config file"
-
-
 def _unreadable(config: Config, path: Path, error: OSError) -> ConfigError:
+    where, fix = _workspace_origin(config)
     return ConfigError(
         f"the workspace {path} cannot be read ({error.strerror or error});"
         " nothing was indexed or removed",
-        path=config.file,
+        path=where,
         key="workspace",
-        hint=f"make it readable (chmod u+rx {shlex.quote(str(path))}) or {_fix(config)}",
+        hint=f"make it readable (chmod u+rx {shlex.quote(str(path))}) or {fix}",
     )
+
+
+def _workspace_origin(config: Config) -> tuple[str | None, str]:
+    """Who set ``workspace`` (the file, a variable, ``--workspace``) and how to fix it there."""
+    origin = config.origin("workspace")
+    if origin == "<overrides>":  # --workspace (or workspace= in code): not the file's fault
+        return None, "pass --workspace with a folder that exists"
+    if origin is not None:  # "<env NAME>"
+        name = origin.removeprefix("<env ").removesuffix(">")
+        return origin, f"fix or unset ${name}"
+    if config.file:
+        return config.file, f"fix `workspace` in {config.file} or pass --workspace PATH"
+    return None, "pass --workspace PATH or set `workspace` in the config file"
 
 
 def memory_file_exists(config: Config, path: str) -> bool:
