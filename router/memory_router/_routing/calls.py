@@ -124,7 +124,10 @@ def _retire(worker: _Worker) -> bool:
 
 
 def _forget_workers() -> None:
-    _idle.clear()  # a forked child has none of its parent's threads
+    """In a forked child: none of the parent's threads exist, and the lock may be held."""
+    global _idle_lock
+    _idle.clear()
+    _idle_lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_workers)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -40,3 +41,17 @@ def test_a_hung_call_keeps_only_its_own_thread() -> None:
         assert other != hung[0]
     finally:
         release.set()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_forked_child_starts_its_own_workers() -> None:
+    call_with_deadline("fork", threading.get_ident, 10)  # the parent has an idle worker
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's worker does not exist here
+        code = 1
+        try:
+            code = 0 if call_with_deadline("fork", lambda: 7, 5) == 7 else 1
+        finally:
+            os._exit(code)  # never back into pytest
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
