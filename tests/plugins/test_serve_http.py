@@ -7,10 +7,12 @@ is down and shutdown each start their own.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -346,3 +348,27 @@ def test_context_and_capture_routes(server: Server) -> None:
     missing = post(server, "/capture", {"messages": ["I prefer tea"], "conversationId": ""})
     assert missing.status_code == 400
     assert "conversation_id" in missing.json()["error"]
+
+
+def test_http_searches_queue_for_a_search_thread_within_the_timeout(tmp_path: Path) -> None:
+    """``search_async`` runs on the service's search threads; a search that waited for one
+    longer than ``router.timeout_s`` is refused as busy (a 503), never run late."""
+    from memory_router import BackendTimeout, Router
+    from memory_router_serve._service import Service
+
+    config = make_config(tmp_path, {"router": {"timeout_s": 5}})
+    with Router.from_config(config) as router:
+        router.sync()
+        service = Service(router, watch=False)
+        try:
+            answer = asyncio.run(service.search_async("green tea", max_results=2))
+            assert answer.results
+            assert answer.backend == "sqlite"
+            waited = time.perf_counter() - 6  # queued 6 s ago, past the 5 s timeout
+            with pytest.raises(BackendTimeout, match="the server is busy"):
+                service._search("green tea", waited, {})
+            counted = service.metrics.render({})
+            assert 'memory_router_queries_total{backend="none",outcome="error"} 1' in counted
+            assert 'memory_router_queries_total{backend="sqlite",outcome="ok"} 1' in counted
+        finally:
+            service.close()
