@@ -38,11 +38,12 @@ from memory_router.kit import (
 
 from . import _housekeeping, _recall, _search, _transfer, _vectors
 from ._lance import on_thread, unwritable_folder
+from ._light import LightTable
 from ._search import Row, Scope
 from ._settings import LanceSettings, is_remote, mask_uri
 from ._staging import LanceStaging
 from ._store import LanceStore, Pointer, Tables
-from ._sync import sync_generation
+from ._sync import settled, sync_generation
 from ._vectors import VectorCache
 from ._warm import FtsWarmth
 
@@ -82,6 +83,10 @@ class LanceBackend(Backend):
         self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
     ) -> SyncReport:
         tally = SyncTally(self.name, self.context.embedder)
+        chunks = None if force else self._settled(snapshot)
+        if chunks is not None:
+            tally.unchanged = len(snapshot.documents)
+            return tally.report(chunks=chunks, reason=None)
         with self.store.writing("sync"):
             reason, written = self.store.guard(
                 "sync",
@@ -105,6 +110,21 @@ class LanceBackend(Backend):
             notes = self._maintain(tables, written, rebuilt=reason is not None)
             chunks = self.store.guard("sync", lambda: tables.chunks.count_rows()) if tables else 0
         return tally.report(chunks=chunks, reason=reason, errors=notes)
+
+    def _settled(self, snapshot: Snapshot) -> int | None:
+        """:func:`~._sync.settled` while reads go through pylance (a store read only);
+        ``None`` when there is something to write, or the light read failed (the sync
+        then reads through lancedb, which reports the store's own error, if any)."""
+        if not self.store.light:
+            return None
+        try:
+            found: int | None = self.store.guard(
+                "sync", lambda: settled(self.store, snapshot, journal=self.journal)
+            )
+        except MemoryRouterError:
+            self.store.drop_light()
+            return None
+        return found
 
     def _maintain(self, tables: Tables | None, written: int, *, rebuilt: bool) -> tuple[str, ...]:
         """Indexes and optimize after a sync; a failure here is reported, never raised."""
@@ -136,6 +156,18 @@ class LanceBackend(Backend):
         return pointer
 
     def search(self, request: SearchRequest) -> BackendResult:
+        light = self.store.light
+        try:
+            return self._search_once(request)
+        except MemoryRouterError:
+            if not light:
+                raise
+        # A read through pylance failed (say a format it cannot read): lancedb answers,
+        # or reports the store's own error.
+        self.store.drop_light()
+        return self._search_once(request)
+
+    def _search_once(self, request: SearchRequest) -> BackendResult:
         pointer = self._pointer()
         if pointer is None:
             return BackendResult(hits=(), mode="hybrid", notes=("the store is not built yet",))
@@ -170,7 +202,7 @@ class LanceBackend(Backend):
         """The search's :class:`Ready`, loading what it lacks when ``load``; else
         ``None`` unless all of it is held (then it reads no index or data object)."""
         generation = pointer.generation
-        tables = self.store.tables(generation) if load else self.store.opened(generation)
+        tables = self.store.read_tables(generation) if load else self.store.opened(generation)
         if tables is None:
             return None
         scope = _search.scope(tables, request.sources, request.category)
@@ -186,13 +218,26 @@ class LanceBackend(Backend):
         # and on object storage an ANN query fetches its ``refine_factor × k``
         # candidates' vectors row by row (about 190 requests a query at 100k chunks).
         if not (vectors and scope.chunks and self.settings.vector_search != "lance"):
+            if vectors and scope.chunks and isinstance(scope.table, LightTable):
+                return self._through_lancedb(pointer, request, load=load)
             return Ready(tables, scope, has_fts=has_fts, loaded=None)
         if load:
             budget = self.settings.memory_budget_mb * 2**20
             loaded = self._vectors.load(generation, tables.chunks, budget)
+            if loaded is None and isinstance(scope.table, LightTable):
+                return self._through_lancedb(pointer, request, load=load)
             return Ready(tables, scope, has_fts=has_fts, loaded=loaded)
         known, loaded = self._vectors.held(generation, version)
         return Ready(tables, scope, has_fts=has_fts, loaded=loaded) if known else None
+
+    def _through_lancedb(
+        self, pointer: Pointer, request: SearchRequest, *, load: bool
+    ) -> Ready | None:
+        """:meth:`_prepared` read through lancedb: the vector leg is LanceDB's own search
+        (``vector_search = "lance"``, or vectors beyond ``memory_budget_mb``), which pylance
+        reads are not used for."""
+        self.store.drop_light()
+        return self._prepared(pointer, request, vectors=True, load=load)
 
     def _embedded(self, pointer: Pointer, query: str) -> tuple[Any, tuple[str, ...]]:
         """The query's vector (``None`` without one) and a note when embedding failed."""

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from memory_router.kit import ScoredChunk, query_keywords
 
+from ._light import LightTable
 from ._store import Tables, in_list, quote
 
 MAX_TERMS = 64
@@ -118,6 +119,8 @@ def keyword_rows(
     terms = keywords(query)
     if not terms:
         return {}
+    if isinstance(table, LightTable):
+        return _light_keyword_rows(table, " ".join(terms), where, limit, known, columns)
     from lancedb import query as lance_query
 
     match_query: Any = lance_query.MatchQuery  # its stub marks every option as required
@@ -135,6 +138,29 @@ def keyword_rows(
             return {r.id: r for r in rows if r is not None}
     records = builder.limit(limit).select(_with(columns, "_score")).to_arrow().to_pylist()
     return _rows(records, lambda r: bm25(r["_score"]))
+
+
+def _light_keyword_rows(
+    table: LightTable,
+    terms: str,
+    where: str | None,
+    limit: int,
+    known: Known | None,
+    columns: Columns,
+) -> dict[str, Row]:
+    """:func:`keyword_rows` read through pylance (the same query, the same engine)."""
+    if known is not None:
+        found = table.fts(
+            terms, column="text", columns=["_score"], where=where, limit=limit, row_ids=True
+        )
+        ids, scores = found.column("_rowid").to_pylist(), found.column("_score").to_pylist()
+        rows = [known.row_at(i, bm25(s)) for i, s in zip(ids, scores, strict=True)]
+        if known.current(table) and all(r is not None for r in rows):
+            return {r.id: r for r in rows if r is not None}
+    found = table.fts(
+        terms, column="text", columns=_with(columns, "_score"), where=where, limit=limit
+    )
+    return _rows(found.to_pylist(), lambda r: bm25(r["_score"]))
 
 
 def bm25(score: float) -> float:
