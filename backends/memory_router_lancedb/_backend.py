@@ -38,7 +38,6 @@ from memory_router.kit import (
 
 from . import _housekeeping, _recall, _search, _transfer, _vectors
 from ._lance import on_thread, unwritable_folder
-from ._light import LightTable
 from ._search import Row, Scope
 from ._settings import LanceSettings, is_remote, mask_uri
 from ._staging import LanceStaging
@@ -218,26 +217,13 @@ class LanceBackend(Backend):
         # and on object storage an ANN query fetches its ``refine_factor × k``
         # candidates' vectors row by row (about 190 requests a query at 100k chunks).
         if not (vectors and scope.chunks and self.settings.vector_search != "lance"):
-            if vectors and scope.chunks and isinstance(scope.table, LightTable):
-                return self._through_lancedb(pointer, request, load=load)
             return Ready(tables, scope, has_fts=has_fts, loaded=None)
         if load:
             budget = self.settings.memory_budget_mb * 2**20
             loaded = self._vectors.load(generation, tables.chunks, budget)
-            if loaded is None and isinstance(scope.table, LightTable):
-                return self._through_lancedb(pointer, request, load=load)
             return Ready(tables, scope, has_fts=has_fts, loaded=loaded)
         known, loaded = self._vectors.held(generation, version)
         return Ready(tables, scope, has_fts=has_fts, loaded=loaded) if known else None
-
-    def _through_lancedb(
-        self, pointer: Pointer, request: SearchRequest, *, load: bool
-    ) -> Ready | None:
-        """:meth:`_prepared` read through lancedb: the vector leg is LanceDB's own search
-        (``vector_search = "lance"``, or vectors beyond ``memory_budget_mb``), which pylance
-        reads are not used for."""
-        self.store.drop_light()
-        return self._prepared(pointer, request, vectors=True, load=load)
 
     def _embedded(self, pointer: Pointer, query: str) -> tuple[Any, tuple[str, ...]]:
         """The query's vector (``None`` without one) and a note when embedding failed."""

@@ -134,3 +134,23 @@ class LightTable:
             limit=limit,
             with_row_id=row_ids,
         )
+
+    def nearest(
+        self,
+        vector: list[float],
+        *,
+        columns: list[str] | dict[str, str],
+        where: str | None,
+        limit: int,
+        ann: dict[str, int] | None,
+    ) -> Any:
+        """The ``limit`` rows nearest ``vector`` by cosine, with ``_distance``, prefiltered
+        by ``where``; ``ann`` holds ``nprobes``, ``refine_factor`` and ``ef`` when the ANN
+        index answers (as lancedb's ``search(vector)`` runs it)."""
+        query: dict[str, Any] = {"column": "vector", "q": vector, "k": limit, "metric": "cosine"}
+        return self._fresh().to_table(
+            columns=columns,
+            nearest={**query, **(ann or {})},
+            filter=where,
+            prefilter=where is not None,
+        )

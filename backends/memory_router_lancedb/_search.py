@@ -179,6 +179,12 @@ def vector_rows(
 ) -> dict[str, Row]:
     """Nearest chunks by cosine similarity (score = 1 − cosine distance); with an ANN
     index, the :class:`Ann` knobs apply."""
+    if isinstance(table, LightTable):
+        knobs = ann.knobs(limit) if ann is not None else None
+        found = table.nearest(
+            list(vector), columns=_with(columns, "_distance"), where=where, limit=limit, ann=knobs
+        )
+        return _rows(found.to_pylist(), lambda r: 1.0 - r["_distance"])
     builder = table.search(list(vector), vector_column_name="vector").distance_type("cosine")
     if ann is not None:
         builder = ann.apply(builder, limit)
@@ -198,7 +204,13 @@ class Ann:
     refine_factor: int
     ef: int
 
-    def apply(self, builder: Any, limit: int) -> Any:
+    def knobs(self, limit: int) -> dict[str, int]:
         # LanceDB refuses an ef below the candidates it must return (limit × refine).
         ef = max(self.ef, limit * self.refine_factor)
-        return builder.nprobes(self.nprobes).refine_factor(self.refine_factor).ef(ef)
+        return {"nprobes": self.nprobes, "refine_factor": self.refine_factor, "ef": ef}
+
+    def apply(self, builder: Any, limit: int) -> Any:
+        knobs = self.knobs(limit)
+        return (
+            builder.nprobes(knobs["nprobes"]).refine_factor(knobs["refine_factor"]).ef(knobs["ef"])
+        )
