@@ -83,7 +83,7 @@ class LanceStore:
         self._writer: int | None = None
         self._abandoned: Future[Any] | None = None
         # Reads through pylance until lancedb is needed (see :mod:`._light`).
-        self._light_ok = settings.reader == "auto" and not self.remote and _light.available()
+        self._light_ok = settings.reader == "auto" and "://" not in uri and _light.available()
         self._light: dict[str, Any] = {}  # table name → LightTable
 
     def guard(self, doing: str, action: Callable[[], Any], *, long: bool = False) -> Any:
