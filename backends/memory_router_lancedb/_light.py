@@ -1,8 +1,9 @@
 """Reads through pylance (the ``lance`` package) for a process that has not written.
 
-``import lancedb`` costs about 1.5–2.5 s of CPU (about half of it building the pydantic
+``import lancedb`` costs about 1.5–2.8 s of CPU (two thirds of it building the pydantic
 validators of the generated namespace REST client that ``lancedb.db`` imports eagerly,
-which this backend never uses); ``import lance`` costs about 0.3 s on top of pyarrow. A
+which this backend never uses); ``import lance`` costs about 0.2 s on top of numpy and
+pyarrow (bench/NOTES.md, "A search on a LanceDB chain"). A
 one-shot ``memory-router search`` on a local store only reads: its sync finds nothing to
 write (:func:`~._sync.settled`) and its search reads the FTS index, the vectors and a few
 rows. So while ``reader = "auto"``, the store is a folder, pylance is installed and the
