@@ -218,6 +218,51 @@ def test_cli_search_uses_the_running_server(server: Server) -> None:
     assert metric() == before + 1  # --local did not ask it
 
 
+# Runs the CLI, then says whether the process loaded lancedb or pylance.
+IMPORTS = (
+    "import atexit, runpy, sys\n"
+    "atexit.register(lambda: print('IMPORTED', 'lancedb' in sys.modules, 'lance' in sys.modules,"
+    " file=sys.stderr))\n"
+    "sys.argv = ['memory-router', *sys.argv[1:]]\n"
+    "runpy.run_module('memory_router', run_name='__main__')\n"
+)
+
+
+@pytest.mark.slow
+def test_cli_search_on_a_lancedb_chain_uses_the_running_server(tmp_path: Path) -> None:
+    pytest.importorskip("lancedb", reason="the lancedb extra is not installed")
+    config = make_config(tmp_path, {"router": {"chain": ["lancedb"]}})
+    with running_server(config) as server:
+
+        def metric() -> int:
+            text = httpx.get(server.url + "/metrics").text
+            found = re.search(r'queries_total\{backend="lancedb",outcome="ok"\} (\d+)', text)
+            return int(found[1]) if found else 0
+
+        before = metric()
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                IMPORTS,
+                "--config",
+                str(config),
+                "search",
+                "green tea",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["results"][0]["path"] == "MEMORY.md"
+        assert json.loads(result.stdout)["backend"] == "lancedb"
+        assert metric() == before + 1  # answered by the server
+        assert "IMPORTED False False" in result.stderr  # this process opened no table
+
+
 @pytest.mark.slow
 def test_token_required_off_loopback(tmp_path: Path) -> None:
     config = make_config(tmp_path, {"serve": {"token": {"env": "MR_TEST_TOKEN"}}})
