@@ -44,6 +44,8 @@ def test_a_hung_call_keeps_only_its_own_thread() -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+# pylance, when another test imported it, warns at every fork; this child runs no lance code.
+@pytest.mark.filterwarnings("ignore:lance is not fork-safe:UserWarning")
 def test_a_forked_child_starts_its_own_workers() -> None:
     call_with_deadline("fork", threading.get_ident, 10)  # the parent has an idle worker
     pid = os.fork()
