@@ -41,6 +41,8 @@ from ._export import export_sessions, load_line_maps, purge_old_redaction
 from ._index import keyword_weights, read_stats
 from ._locate import locate
 from ._mcp import McpSidecar
+from ._mirror import COLLECTION as MIRROR
+from ._mirror import Manifest, write_mirror
 from ._models import Preflight, with_offline_embed
 from ._process import QmdRunner
 from ._results import (
@@ -74,6 +76,9 @@ class QmdBackend(Backend):
             kill_grace_s=self.settings.kill_grace_s,
         )
         self.export_dir = context.state_dir / "sessions-export"
+        self.mirror_dir = context.state_dir / "chunks"
+        self.manifest = Manifest(self.mirror_dir)
+        self.chunked = self.settings.documents == "chunks"
         self.models, self.model_note = with_offline_embed(self.settings.models, context.state_dir)
         self.preflight = Preflight.check(self.models)
         self._collections: dict[str, Collection] = {}
@@ -117,8 +122,13 @@ class QmdBackend(Backend):
             self._collections = {c.name: c for c in collections if c.name in declared}
 
     def _wanted(self) -> tuple[list[Collection], dict[str, str]]:
-        """The collections and model paths the index YAML should declare."""
-        collections = managed_collections(self.context.config, self.export_dir)
+        """The collections and model paths the index YAML should declare: the chunk
+        mirror alone (``documents = "chunks"``), or the memory folders themselves."""
+        if self.chunked:
+            self.mirror_dir.mkdir(parents=True, exist_ok=True)
+            collections = [Collection(name=MIRROR, path=self.mirror_dir, pattern="**/*.md")]
+        else:
+            collections = managed_collections(self.context.config, self.export_dir)
         models = {
             role: str(Path(getattr(self.models, role)).expanduser())
             for role in ("embed", "generate", "rerank")
@@ -153,7 +163,8 @@ class QmdBackend(Backend):
             collections = {
                 n: c
                 for n, c in self._collections.items()
-                if request.sources is None or c.source in request.sources
+                # The mirror holds every source: its hits are filtered once mapped.
+                if request.sources is None or c.source in request.sources or self.chunked
             }
         items = _queries.searches(mode, request.query)
         if not collections or not items:
@@ -182,7 +193,10 @@ class QmdBackend(Backend):
             scoring="coverage" if keyed else SCORING.get(mode, "qmd"),
             side={"search": "text", "vsearch": "vector"}.get(mode),
             line_maps=self._line_maps,
+            manifest=self.manifest.entries() if self.chunked else None,
         )
+        if request.sources is not None:
+            hits = [h for h in hits if h.source in request.sources]
         return BackendResult(
             hits=tuple(hits[: request.candidates]),
             mode=mode,
@@ -335,19 +349,12 @@ class QmdBackend(Backend):
         if not force and self.cycle.indexed(files, embeds=self.preflight.usable("embed")):
             return self._already_indexed(snapshot, started)
         progress(done=0, total=2, label="qmd update")
-        if snapshot.config.sessions_enabled:
-            try:
-                export_sessions(snapshot, self.export_dir)
-            except OSError as error:
-                raise BackendError(
-                    f"cannot export session transcripts to {self.export_dir}: {error}",
-                    backend=self.name,
-                ) from error
-            self._line_maps = load_line_maps(self.export_dir)
+        self._write_derived(snapshot)
         update, embed = self.cycle.run(force=True, embed_force=force, files=files)
         counts = reported_counts(update, self.cycle.take_changes())
         if snapshot.config.sessions_enabled:
-            purge_old_redaction(snapshot, self.export_dir, self.cycle.cleanup)
+            derived = self.mirror_dir if self.chunked else self.export_dir
+            purge_old_redaction(snapshot, derived, self.cycle.cleanup)
         progress(done=2, total=2, label="qmd embed")
         errors = (embed.error,) if embed.status == "failed" and embed.error else ()
         indexed = sum(read_stats(self.runner.index_path).documents.values())
@@ -363,8 +370,29 @@ class QmdBackend(Backend):
             reason=f"embed {embed.status}",
             duration_ms=(time.perf_counter() - started) * 1000,
             errors=errors,
-            warnings=own_reading(snapshot),
+            warnings=() if self.chunked else own_reading(snapshot),
         )
+
+    def _write_derived(self, snapshot: Snapshot) -> None:
+        """Write what QMD indexes besides the memory files: the chunk mirror (every
+        chunk, ``documents = "chunks"``) or the transcript export (``"files"``)."""
+        if self.chunked:
+            target, what = self.mirror_dir, "the chunk mirror"
+        elif snapshot.config.sessions_enabled:
+            target, what = self.export_dir, "session transcripts"
+        else:
+            return
+        try:
+            if self.chunked:
+                write_mirror(snapshot, target)
+            else:
+                export_sessions(snapshot, target)
+        except OSError as error:
+            raise BackendError(
+                f"cannot write {what} to {target}: {error}", backend=self.name
+            ) from error
+        if not self.chunked:
+            self._line_maps = load_line_maps(self.export_dir)
 
     def _already_indexed(self, snapshot: Snapshot, started: float) -> SyncReport:
         """The report of a sync that found QMD's index up to date (see :meth:`sync`)."""
@@ -380,7 +408,7 @@ class QmdBackend(Backend):
             chunks=indexed,
             reason="already indexed: no file changed since the last qmd update",
             duration_ms=(time.perf_counter() - started) * 1000,
-            warnings=own_reading(snapshot),
+            warnings=() if self.chunked else own_reading(snapshot),
         )
 
     # -- status -------------------------------------------------------------------------
@@ -397,6 +425,7 @@ class QmdBackend(Backend):
             "index_path": str(self.runner.index_path),
             "config_path": str(self.runner.config_path),
             "configured_mode": self.settings.search_mode,
+            "documents": self.settings.documents,
             "effective_mode": mode,
             "mode_notes": list(notes),
             "models": {r: p or "ok" for r, p in self.preflight.problems.items()},
@@ -422,12 +451,13 @@ class QmdBackend(Backend):
                 f"QMD does not answer: run `{' '.join(self.command.argv)} --version` to see"
                 " why; searches go to the next backend of the chain meanwhile"
             )
-        files = sum(stats.documents.values())
+        documents = sum(stats.documents.values())
+        files = self.manifest.sources() if self.chunked else documents
         return BackendStatus(
             name=self.name,
             available=error is None,
             files=files,
-            chunks=files,
+            chunks=documents,
             error=error,
             details=details,
         )
