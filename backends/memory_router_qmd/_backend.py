@@ -35,14 +35,14 @@ from memory_router.kit import (
 )
 
 from . import _queries
-from ._cite import RUNS_PER_DOCUMENT, recite
+from ._cite import RUNS_PER_DOCUMENT, recite, whole
 from ._collections import Collection, declared_names, ensure_config, managed_collections
 from ._export import export_sessions, load_line_maps, purge_old_redaction
 from ._index import keyword_weights, read_stats
 from ._locate import locate
 from ._mcp import McpSidecar
 from ._mirror import COLLECTION as MIRROR
-from ._mirror import Manifest, write_mirror
+from ._mirror import Manifest, MirrorReport, write_mirror
 from ._models import Preflight, with_offline_embed
 from ._process import QmdRunner
 from ._results import (
@@ -57,6 +57,10 @@ from ._results import (
 )
 from ._settings import MODES, QmdSettings
 from ._update import UpdateCycle, reported_counts
+
+CITE_WHOLE_CHUNKS = True
+"""With ``documents = "chunks"``, cite each hit's whole chunk (QMD ranked the chunk) rather
+than runs of lines of it."""
 
 
 class QmdBackend(Backend):
@@ -213,6 +217,9 @@ class QmdBackend(Backend):
         cited = []
         for hit in raw:
             folder = collections[hit.collection].path if hit.collection in collections else None
+            if self.chunked and CITE_WHOLE_CHUNKS and folder is not None:
+                cited.append(whole(hit, folder, query, weights=weights))
+                continue
             cited += recite(
                 hit, folder, query, max_chars=max_chars, weights=weights, runs=RUNS_PER_DOCUMENT
             )
@@ -349,9 +356,11 @@ class QmdBackend(Backend):
         if not force and self.cycle.indexed(files, embeds=self.preflight.usable("embed")):
             return self._already_indexed(snapshot, started)
         progress(done=0, total=2, label="qmd update")
-        self._write_derived(snapshot)
+        mirrored = self._write_derived(snapshot)
         update, embed = self.cycle.run(force=True, embed_force=force, files=files)
         counts = reported_counts(update, self.cycle.take_changes())
+        if mirrored is not None:  # files, not QMD's chunk files
+            counts = mirrored.files
         if snapshot.config.sessions_enabled:
             derived = self.mirror_dir if self.chunked else self.export_dir
             purge_old_redaction(snapshot, derived, self.cycle.cleanup)
@@ -373,38 +382,41 @@ class QmdBackend(Backend):
             warnings=() if self.chunked else own_reading(snapshot),
         )
 
-    def _write_derived(self, snapshot: Snapshot) -> None:
+    def _write_derived(self, snapshot: Snapshot) -> MirrorReport | None:
         """Write what QMD indexes besides the memory files: the chunk mirror (every
-        chunk, ``documents = "chunks"``) or the transcript export (``"files"``)."""
+        chunk, ``documents = "chunks"``: its report) or the transcript export
+        (``"files"``)."""
         if self.chunked:
             target, what = self.mirror_dir, "the chunk mirror"
         elif snapshot.config.sessions_enabled:
             target, what = self.export_dir, "session transcripts"
         else:
-            return
+            return None
         try:
             if self.chunked:
-                write_mirror(snapshot, target)
-            else:
-                export_sessions(snapshot, target)
+                return write_mirror(snapshot, target)
+            export_sessions(snapshot, target)
         except OSError as error:
             raise BackendError(
                 f"cannot write {what} to {target}: {error}", backend=self.name
             ) from error
-        if not self.chunked:
-            self._line_maps = load_line_maps(self.export_dir)
+        self._line_maps = load_line_maps(self.export_dir)
+        return None
 
     def _already_indexed(self, snapshot: Snapshot, started: float) -> SyncReport:
         """The report of a sync that found QMD's index up to date (see :meth:`sync`)."""
         changes = self.cycle.take_changes()  # what a start-up cycle changed, if anything
-        indexed = sum(read_stats(self.runner.index_path).documents.values())
+        indexed = files = sum(read_stats(self.runner.index_path).documents.values())
+        if self.chunked:  # QMD's counts are chunk files; the mirror was not rewritten
+            changes = {"added": 0, "updated": 0, "removed": 0}
+            files = self.manifest.sources()
         fresh = changes["added"] + changes["updated"]
         return SyncReport(
             backend=self.name,
             added=changes["added"],
             updated=changes["updated"],
             removed=changes["removed"],
-            unchanged=max(0, indexed - fresh),
+            unchanged=max(0, files - fresh),
             chunks=indexed,
             reason="already indexed: no file changed since the last qmd update",
             duration_ms=(time.perf_counter() - started) * 1000,

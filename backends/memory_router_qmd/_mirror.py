@@ -79,11 +79,14 @@ class MirrorEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MirrorReport:
-    """What a mirror write did: chunk files ``written``, ``kept`` and ``removed``."""
+    """What a mirror write did: chunk files ``written``, ``kept`` and ``removed``, and the
+    source files whose chunks are ``files[kind]`` (``added``, ``updated``, ``removed``,
+    ``unchanged``) against the previous manifest."""
 
     written: int
     kept: int
     removed: int
+    files: dict[str, int]
 
 
 def mirror_name(path: str, chunk_hash: str, occurrence: int) -> str:
@@ -128,6 +131,7 @@ def write_mirror(snapshot: Snapshot, folder: Path) -> MirrorReport:
     """Bring ``folder`` in line with ``snapshot``'s chunks (ordered as the module says)."""
     wanted = _entries(snapshot)
     folder.mkdir(parents=True, exist_ok=True)
+    files = _file_changes(load_manifest(folder / MANIFEST), wanted)
     written = 0
     for name, (_entry, text) in wanted.items():
         target = folder / name
@@ -139,7 +143,28 @@ def write_mirror(snapshot: Snapshot, folder: Path) -> MirrorReport:
     manifest = {name: entry.to_json() for name, (entry, _text) in sorted(wanted.items())}
     _atomic_write(folder / MANIFEST, json.dumps(manifest, separators=(",", ":")))
     removed = _remove_others(folder, set(wanted))
-    return MirrorReport(written=written, kept=len(wanted) - written, removed=removed)
+    return MirrorReport(written=written, kept=len(wanted) - written, removed=removed, files=files)
+
+
+def _file_changes(
+    old: Mapping[str, MirrorEntry], new: Mapping[str, tuple[MirrorEntry, str]]
+) -> dict[str, int]:
+    """Source files added, updated (another set of chunks, or the same chunks on other
+    lines), removed and unchanged between two manifests."""
+    before: dict[str, set[tuple[str, int, int]]] = {}
+    after: dict[str, set[tuple[str, int, int]]] = {}
+    for name, entry in old.items():
+        before.setdefault(entry.path, set()).add((name, entry.start, entry.end))
+    for name, (entry, _text) in new.items():
+        after.setdefault(entry.path, set()).add((name, entry.start, entry.end))
+    same = sum(1 for path in after if before.get(path) == after[path])
+    kept = sum(1 for path in after if path in before)
+    return {
+        "added": len(after) - kept,
+        "updated": kept - same,
+        "removed": sum(1 for path in before if path not in after),
+        "unchanged": same,
+    }
 
 
 def _atomic_write(target: Path, text: str) -> None:
