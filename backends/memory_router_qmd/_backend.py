@@ -1,6 +1,7 @@
 """The QMD backend: QMD (``@tobilu/qmd``) driven as a supervised sidecar.
 
-Queries go to a warm ``qmd mcp`` child (or, with ``use_mcp = false``, one-shot
+QMD indexes a mirror of the router's chunks (:mod:`._mirror`, ``documents = "chunks"``)
+or the memory files themselves (``"files"``). Queries go to a warm ``qmd mcp`` child (or, with ``use_mcp = false``, one-shot
 ``qmd query`` calls); ``update`` and ``embed`` are one-shot calls run by the update cycle.
 Each agent has its own QMD state under the backend's state directory. See
 :mod:`._results` for how hits and scores are mapped and :mod:`._models` for modes.
@@ -337,15 +338,17 @@ class QmdBackend(Backend):
     def sync(
         self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
     ) -> SyncReport:
-        """Export transcripts, declare collections, ``update``, then ``embed`` when possible.
+        """Write the chunk mirror (``documents = "chunks"``) or export transcripts
+        (``"files"``), declare collections, ``update``, then ``embed`` when possible.
 
-        Counts are QMD's own (``Indexed: …`` lines), those of background cycles since the
-        last sync included (the start-up cycle may have built the index just before);
-        ``chunks`` is the number of documents QMD holds afterwards (QMD chunks only for
-        vectors, and those are its own).
+        With chunks, counts are source files whose chunks the mirror added, changed or
+        removed, and ``chunks`` the chunk files QMD holds. With files, counts are QMD's own
+        (``Indexed: …`` lines), those of background cycles since the last sync included
+        (the start-up cycle may have built the index just before), and ``chunks`` the
+        documents QMD holds (QMD chunks only for vectors, and those are its own).
 
-        QMD indexes the Markdown itself (its chunks and vectors are its own), so the
-        snapshot's fingerprint does not apply; ``force`` re-embeds everything.
+        QMD's vectors are its own, so the snapshot's fingerprint does not apply; ``force``
+        re-embeds everything.
 
         Without ``force``, a sync whose files the last update (of any process) indexed as
         they are, with nothing left to embed, starts no QMD process: a one-shot command's
