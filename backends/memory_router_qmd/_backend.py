@@ -1,8 +1,9 @@
 """The QMD backend: QMD (``@tobilu/qmd``) driven as a supervised sidecar.
 
 QMD indexes a mirror of the router's chunks (:mod:`._mirror`, ``documents = "chunks"``)
-or the memory files themselves (``"files"``). Queries go to a warm ``qmd mcp`` child (or, with ``use_mcp = false``, one-shot
-``qmd query`` calls); ``update`` and ``embed`` are one-shot calls run by the update cycle.
+or the memory files themselves (``"files"``). Queries go to a warm ``qmd mcp`` child
+(or, with ``use_mcp = false``, one-shot ``qmd query`` calls); ``update`` and ``embed``
+are one-shot calls run by the update cycle.
 Each agent has its own QMD state under the backend's state directory. See
 :mod:`._results` for how hits and scores are mapped and :mod:`._models` for modes.
 """
