@@ -74,7 +74,9 @@ def make_backend(tmp_path: Path, workspace: Path, **settings: Any) -> QmdBackend
 
 
 def make_router(tmp_path: Path, workspace: Path, *, cooldown_s: float = 1.0, **qmd: Any) -> Router:
-    """A router with ``chain = ["qmd", "sqlite"]``, keyword-only, QMD set by ``qmd``."""
+    """A router with ``chain = ["qmd", "sqlite"]``, keyword-only, QMD set by ``qmd``
+    (``documents = "files"`` unless given: the fake QMD answers ``memory-root/MEMORY.md``)."""
+    qmd.setdefault("documents", "files")
     body = (
         "[router]\n"
         'chain = ["qmd", "sqlite"]\n'
