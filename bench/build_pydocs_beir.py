@@ -15,6 +15,7 @@ depends on the Python version: ``memory-router bench`` prints the dataset's sha2
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import sys
@@ -122,7 +123,9 @@ def corpus() -> dict[str, tuple[str, str]]:
 
 
 def main() -> None:
-    out = Path(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("out", metavar="OUT_DIR", type=Path, help="where the BEIR files go")
+    out = parser.parse_args().out
     (out / "qrels").mkdir(parents=True, exist_ok=True)
     docs = corpus()
     with (out / "corpus.jsonl").open("w", encoding="utf-8") as f:

@@ -33,6 +33,7 @@ from memory_router.kit import (
     Staging,
     SyncTally,
     fuse_chunks,
+    keyword_chunks,
     wait_future,
 )
 
@@ -216,8 +217,8 @@ class LanceBackend(Backend):
             return self._result(tables, [], mode="hybrid", relaxed=None)
         if query_vector is None:
             rows = self._keyword(scope, request, None) if ready.has_fts else {}
-            hits = [self._hit(r, text_score=r.score) for r in rows.values()]
-            return self._result(tables, hits, mode="keyword", relaxed=0.0, notes=note)
+            hits = keyword_chunks(rows, query=request.query, backend=self.name)
+            return self._result(tables, hits, mode="keyword", relaxed=None, notes=note)
         keyword_leg: Future[dict[str, Row]] | None = None
         hybrid = self.context.config.query.hybrid
         if hybrid.enabled and ready.has_fts:  # beside the vector leg (LanceDB releases the GIL)

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -31,8 +30,6 @@ ENTRY_COLUMNS = {
     "text": "text",
 }
 Columns = list[str] | dict[str, str]
-_WORD = re.compile(r"\w+")
-
 
 Row = ScoredChunk  # a candidate chunk and one leg's score in [0, 1]
 
@@ -48,9 +45,9 @@ class Known(Protocol):
 
 
 def keywords(query: str) -> list[str]:
-    """The keyword leg's terms: extracted keywords (raw tokens when none), numbers kept."""
-    tokens = _WORD.findall(query)
-    return (query_keywords(query) or [t.lower() for t in tokens])[:MAX_TERMS]
+    """The keyword leg's terms: extracted keywords, numbers kept (none for a question of
+    function words only, or a bare ``AND``: it matches nothing)."""
+    return query_keywords(query)[:MAX_TERMS]
 
 
 def prefilter(sources: Sequence[str] | None) -> str | None:

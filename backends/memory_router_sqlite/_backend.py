@@ -29,6 +29,7 @@ from memory_router.kit import (
     Staging,
     SyncTally,
     fuse_chunks,
+    keyword_chunks,
     vectors_footprint,
 )
 
@@ -126,12 +127,7 @@ class SqliteBackend(Backend):
         except EmbeddingError as error:
             result = self._keyword_only(conn, scope, request.query) if has_fts else None
             note = f"query embedding failed, keyword-only answer: {error.message}"
-            return BackendResult(
-                hits=result.hits if result else (),
-                mode="keyword",
-                relaxed_min_score=0.0,
-                notes=(note,),
-            )
+            return BackendResult(hits=result.hits if result else (), mode="keyword", notes=(note,))
         hybrid = self.context.config.query.hybrid
         if not hybrid.enabled or not has_fts or request.mode == "vector":
             vector = self._vector_leg(conn, scope, query_vector, {})
@@ -178,13 +174,15 @@ class SqliteBackend(Backend):
 
     def _keyword_only(self, conn: Any, scope: Scope, query: str) -> BackendResult:
         if self.context.config.query.keyword_mode == "reference":
+            # OpenClaw's scores and its relaxation (every hit kept when none passes).
             rows = _search.keyword_reference(conn, scope, query)
-        else:
-            rows = _search.keyword_or(conn, scope, query)
-        hits = [self._hit(r, text_score=r.score) for r in rows.values()][: scope.limit]
-        return BackendResult(
-            hits=tuple(self._with_entries(conn, hits)), mode="keyword", relaxed_min_score=0.0
-        )
+            hits = [self._hit(r, text_score=r.score) for r in rows.values()][: scope.limit]
+            return BackendResult(
+                hits=tuple(self._with_entries(conn, hits)), mode="keyword", relaxed_min_score=0.0
+            )
+        rows = _search.keyword_or(conn, scope, query)
+        hits = keyword_chunks(rows, query=query, backend=self.name)[: scope.limit]
+        return BackendResult(hits=tuple(self._with_entries(conn, hits)), mode="keyword")
 
     def _hit(
         self, row: Row, *, vector_score: float | None = None, text_score: float | None = None

@@ -165,8 +165,9 @@ def keyword_and(conn: Connection, scope: Scope, query: str) -> dict[str, Row]:
 
 
 def keyword_or(conn: Connection, scope: Scope, query: str) -> dict[str, Row]:
-    """One BM25 query over the OR of the extracted keywords (raw tokens when none)."""
-    keywords = query_keywords(query, trigram=scope.trigram) or query_tokens(query)
+    """One BM25 query over the OR of the extracted keywords; ``{}`` when it has none (a
+    question of function words only, or a bare ``AND``, matches nothing)."""
+    keywords = query_keywords(query, trigram=scope.trigram)
     match_terms, likes = _split_trigram(keywords[:MAX_TERMS], scope.trigram)
     found = _run(conn, scope, build_or_query(match_terms), [], any_like=True)
     if likes:

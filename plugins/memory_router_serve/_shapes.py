@@ -73,7 +73,37 @@ def search_result(response: SearchResponse) -> dict[str, Any]:
     }
     if response.notes:
         answer["notes"] = list(response.notes)
+    answer.update(guidance(response))
     return clean(answer)  # type: ignore[no-any-return]
+
+
+def guidance(response: SearchResponse) -> dict[str, Any]:
+    """``belowMinScore`` (an empty answer with weaker hits, and the ``minScore`` that shows
+    them) and ``degraded`` (an answer less complete than usual), each with what to do."""
+    out: dict[str, Any] = {}
+    below = response.below_min_score
+    if below is not None:
+        action = (
+            f"No result reached minScore {below.min_score:g}; {below.count} weaker"
+            f" match(es) exist (best {below.best_score:.3f}). Call memory_search again"
+            f" with minScore {below.show_with:g} to see them, and treat them as uncertain."
+        )
+        if below.kept:
+            action = (
+                f"No result reached minScore {below.min_score:g}: these are the closest"
+                f" keyword matches (best {below.best_score:.3f}); treat them as uncertain."
+            )
+        out["belowMinScore"] = {
+            "count": below.count,
+            "bestScore": round(below.best_score, 4),
+            "minScore": below.min_score,
+            "showWith": below.show_with,
+            "kept": below.kept,
+            "action": action,
+        }
+    if response.degraded is not None:
+        out["degraded"] = response.degraded.to_dict()
+    return out
 
 
 def entry_result(entry: Entry) -> dict[str, Any]:

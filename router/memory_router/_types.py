@@ -142,7 +142,10 @@ class Explain(_ToDict):
     MMR charged when it picked the hit (it reorders, it does not rescale); ``dropped``
     says why a candidate is not in the answer; ``merged`` lists the line ranges
     (``start-end``) of lower hits of the same file whose lines touch this one's and that
-    were shown as part of it.
+    were shown as part of it. ``vector_norm`` is the cosine (``vector_score``) as the
+    model's calibration maps it (noise 0, a near-duplicate 1); ``keywords`` the query
+    keywords the hit's text holds; ``relaxed`` says why a hit under ``min_score`` was kept
+    (the backend's relaxation, when nothing reached it).
     """
 
     relevance: float
@@ -158,6 +161,9 @@ class Explain(_ToDict):
     mmr_penalty: float = 0.0
     dropped: str | None = None
     merged: tuple[str, ...] = ()
+    vector_norm: float | None = None
+    keywords: tuple[str, ...] = ()
+    relaxed: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -259,13 +265,31 @@ class Fallback(_ToDict):
 class BelowMinScore(_ToDict):
     """Why an answer is empty: ``count`` hits were found, none reached ``min_score``.
 
-    ``best_score`` is the highest of them; searching with ``--min-score`` at or below it
-    (``min_score=`` in Python) shows them.
+    ``best_score`` is the highest of them; ``show_with`` is a ``min_score`` that shows
+    them (``best_score`` rounded down to two decimals): searching again with it
+    (``--min-score``, ``minScore``, ``min_score=``) returns them, weak as they are.
+    ``kept`` is true when the answer is not empty after all: nothing reached
+    ``min_score`` and the backend's relaxation kept its keyword hits (the ``count``
+    results), which are as weak as the score says.
     """
 
     count: int
     best_score: float
     min_score: float
+    show_with: float = 0.0
+    kept: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Degraded(_ToDict):
+    """Why an answer may be less complete than usual, and what a caller can do about it.
+
+    ``reason`` names what was missing (a backend that failed, embeddings that could not
+    be used, an index still being built); ``action`` is one sentence of advice.
+    """
+
+    reason: str
+    action: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -276,6 +300,8 @@ class SearchResponse(_ToDict):
     when the first choice answered) and ``attempts`` every failure on the way.
     ``timings`` are milliseconds per stage. ``dropped`` holds the candidates left out,
     each with ``explain.dropped`` saying why — only when the search asked to explain.
+    ``below_min_score`` says why an empty answer is empty, when candidates were found;
+    ``degraded`` why an answer may be less complete than usual.
     """
 
     query: str
@@ -292,6 +318,7 @@ class SearchResponse(_ToDict):
     notes: tuple[str, ...] = ()
     dropped: tuple[Hit, ...] = ()
     below_min_score: BelowMinScore | None = None
+    degraded: Degraded | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -84,6 +84,20 @@ def test_search_store_search_forget(server: Server) -> None:
     assert "error" in again.json()
 
 
+def test_an_empty_answer_says_there_were_weaker_hits(server: Server) -> None:
+    weak = post(server, "/search", {"query": "green tea coffee piano", "minScore": 0.9}).json()
+    assert weak["results"] == []
+    below = weak["below_min_score"]
+    assert below["count"] >= 1
+    assert below["min_score"] == 0.9
+    assert below["show_with"] <= below["best_score"] < 0.9
+    assert weak["degraded"] is None  # keyword-only by configuration: nothing is missing
+    shown = post(
+        server, "/search", {"query": "green tea coffee piano", "minScore": below["show_with"]}
+    )
+    assert shown.json()["results"][0]["path"] == "MEMORY.md"
+
+
 def test_get_reads_lines_and_refuses_escapes(server: Server) -> None:
     got = httpx.get(server.url + "/get", params={"path": "MEMORY.md", "from": 3, "lines": 1})
     assert got.status_code == 200
@@ -198,7 +212,7 @@ def test_cli_search_uses_the_running_server(server: Server) -> None:
         timeout=120,
     )
     assert local.returncode == 0
-    assert "MEMORY.md:1-" in local.stdout  # the block ends at its last non-empty line
+    assert "MEMORY.md:3-3" in local.stdout  # the bullet, cited by its own line
     assert metric() == before + 1  # --local did not ask it
 
 
@@ -286,6 +300,9 @@ def test_health_reports_a_backend_that_is_down(tmp_path: Path) -> None:
         answer = post(server, "/search", {"query": "green tea"}).json()
         assert answer["backend"] == "sqlite"
         assert answer["fallback"]["from"] == "down"
+        assert "answered by sqlite because down (" in answer["degraded"]["reason"]
+        assert "sidecar crashed" in answer["degraded"]["reason"]
+        assert "memory_status" in answer["degraded"]["action"]
         assert 'memory_router_fallbacks_total{backend="down",reason="unavailable"} 1' in (
             httpx.get(server.url + "/metrics").text
         )

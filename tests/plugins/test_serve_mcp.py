@@ -96,6 +96,27 @@ async def exercise(session: ClientSession) -> None:
     neither = await call(session, "memory_forget", {})
     assert neither.is_error
 
+    # An empty answer with weaker hits says so, and how to see them (issue 22).
+    weak = await call(
+        session, "memory_search", {"query": "green tea coffee piano", "minScore": 0.9}
+    )
+    assert weak.structured_content["results"] == []
+    below = weak.structured_content["belowMinScore"]
+    assert below["minScore"] == 0.9
+    assert below["showWith"] <= below["bestScore"] < 0.9
+    assert f"minScore {below['showWith']:g}" in below["action"]
+    shown = await call(
+        session, "memory_search", {"query": "green tea coffee piano", "minScore": below["showWith"]}
+    )
+    assert shown.structured_content["results"][0]["path"] == "MEMORY.md"
+    assert "belowMinScore" not in shown.structured_content
+    nothing = await call(session, "memory_search", {"query": "quantum chromodynamics"})
+    assert nothing.structured_content["results"] == []
+    assert "belowMinScore" not in nothing.structured_content  # no candidate at all
+    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert "belowMinScore.showWith" in (tools["memory_search"].description or "")
+    assert "degraded.action" in (tools["memory_search"].description or "")
+
     status = await call(session, "memory_status", {})
     assert status.structured_content["chain"] == ["sqlite"]
     context = await call(session, "memory_context", {"prompt": "green tea in the morning"})

@@ -105,6 +105,7 @@ KIT = [
     "fuse_chunks",
     "get_plugin_manager",
     "join_thread",
+    "keyword_chunks",
     "keyword_coverage",
     "lazy_exports",
     "minmax_fusion",

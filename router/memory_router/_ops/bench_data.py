@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -88,10 +88,10 @@ def _read_json(path: Path) -> Any:
 # -- LoCoMo -----------------------------------------------------------------------------
 
 
-def _session_date(raw: str) -> str:
-    """``"1:56 pm on 8 May, 2023"`` → ``"2023-05-08"``."""
+def _session_day(raw: str) -> date:
+    """``"1:56 pm on 8 May, 2023"`` → 8 May 2023."""
     text = raw.split(" on ", 1)[-1].strip()
-    return datetime.strptime(text, "%d %B, %Y").strftime("%Y-%m-%d")
+    return datetime.strptime(text, "%d %B, %Y").date()
 
 
 def _sessions(conversation: Mapping[str, Any]) -> Iterator[tuple[int, str, list[Any]]]:
@@ -102,12 +102,25 @@ def _sessions(conversation: Mapping[str, Any]) -> Iterator[tuple[int, str, list[
             yield n, conversation[f"session_{n}_date_time"], turns
 
 
-def _locomo_group(sample: Mapping[str, Any]) -> Group:
-    """One conversation: a dated file per session, one ``[D1:3] Speaker: text`` line a turn."""
+def _shift(conversation: Mapping[str, Any], redate: date | None) -> timedelta:
+    """How far to move a conversation's dates so that its last session is on ``redate``."""
+    if redate is None:
+        return timedelta(0)
+    last = max(_session_day(when) for _, when, _ in _sessions(conversation))
+    return redate - last
+
+
+def _locomo_group(sample: Mapping[str, Any], redate: date | None = None) -> Group:
+    """One conversation: a dated file per session, one ``[D1:3] Speaker: text`` line a turn.
+
+    With ``redate`` every session file is named by its date moved so that the last session
+    is on that day; the text keeps the original dates (so only temporal decay sees it).
+    """
     files: dict[str, str] = {}
     units: dict[str, dict[int, str]] = {}
+    shift = _shift(sample["conversation"], redate)
     for number, when, turns in _sessions(sample["conversation"]):
-        name = f"memory/{_session_date(when)}.md"
+        name = f"memory/{(_session_day(when) + shift).isoformat()}.md"
         if name in files:
             name = name.replace(".md", f"-s{number}.md")
         lines = [f"# Session {number} — {when}", ""]
@@ -137,12 +150,17 @@ def _locomo_group(sample: Mapping[str, Any]) -> Group:
     return Group(name=str(sample["sample_id"]), files=files, units=units, queries=tuple(queries))
 
 
-def load_locomo(path: Path) -> BenchSet:
-    """LoCoMo's ``locomo10.json``: one group per conversation, read in place."""
+def load_locomo(path: Path, *, redate: date | None = None) -> BenchSet:
+    """LoCoMo's ``locomo10.json``: one group per conversation, read in place.
+
+    ``redate`` (``bench locomo --redate``: today) moves each conversation's session files
+    so that its last session is on that day, as a live memory's would be; LoCoMo's own
+    sessions are two to three years old, which makes every decay factor about equal.
+    """
     data = _read_json(path)
     if not isinstance(data, list) or not all(isinstance(s, dict) and "qa" in s for s in data):
         raise InvalidInput(f"{path} is not LoCoMo data (a list of samples with 'qa')", key="data")
-    groups = tuple(_locomo_group(sample) for sample in data)
+    groups = tuple(_locomo_group(sample, redate) for sample in data)
     return BenchSet(name="locomo", source=str(path), sha256=file_sha256(path), groups=groups)
 
 

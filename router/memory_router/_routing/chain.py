@@ -27,7 +27,7 @@ from .._exceptions import (
 )
 from .._search import filters as _filters
 from .._search import ranking as _ranking
-from .._search.explain import with_below_min_score
+from .._search.explain import with_guidance
 from .._types import (
     BackendResult,
     BreakerState,
@@ -280,7 +280,7 @@ class Chain:
             notes=(*notes, *result.notes),
             dropped=dropped,
         )
-        return with_below_min_score(response, result, asked.request, self.config)
+        return with_guidance(response, result, asked.request, self.config)
 
     def _response(
         self,

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from dataclasses import replace
 
 from .._config.config import Config
-from .._types import BackendResult, Hit, SearchRequest
+from .._types import BackendResult, ScoredChunk, SearchRequest
 from .._workspace.snapshot import FTS_ONLY, take_snapshot
-from .keywords import bm25_to_score, build_or_query, query_keywords, query_tokens
+from .hybrid import keyword_chunks
+from .keywords import bm25_to_score, build_or_query, query_keywords
 
 MODE = "keyword-from-markdown"
 
@@ -39,32 +41,24 @@ class MarkdownScan:
             self._db.executemany("INSERT INTO chunks VALUES (?,?,?,?,?)", rows)
 
     def search(self, request: SearchRequest, *, backend: str) -> BackendResult:
-        """BM25 over the OR of the query's keywords (its plain tokens when it has none)."""
-        keywords = query_keywords(request.query) or query_tokens(request.query)
-        match = build_or_query(keywords)
+        """BM25 over the OR of the query's keywords, scored as every keyword-only answer
+        is (:func:`~memory_router._search.hybrid.keyword_chunks`)."""
+        match = build_or_query(query_keywords(request.query))
         if match is None:
-            return BackendResult(hits=(), mode=MODE, relaxed_min_score=0.0)
+            return BackendResult(hits=(), mode=MODE)
         sql = (
-            "SELECT path, source, start_line, end_line, text, bm25(chunks) AS rank FROM chunks"
-            " WHERE chunks MATCH ? ORDER BY rank LIMIT ?"
+            "SELECT rowid, path, source, start_line, end_line, text, bm25(chunks) AS rank"
+            " FROM chunks WHERE chunks MATCH ? ORDER BY rank LIMIT ?"
         )
         with self._lock:
             rows = self._db.execute(sql, (match, request.candidates)).fetchall()
-        hits = tuple(
-            Hit(
-                path=path,
-                start_line=start,
-                end_line=end,
-                score=bm25_to_score(rank),
-                snippet=text,
-                source=source,
-                backend=backend,
-                text_score=bm25_to_score(rank),
-            )
-            for path, source, start, end, text, rank in rows
+        found = {
+            str(rowid): ScoredChunk(str(rowid), path, source, start, end, text, bm25_to_score(rank))
+            for rowid, path, source, start, end, text, rank in rows
             if request.sources is None or source in request.sources
-        )
-        return BackendResult(hits=hits, mode=MODE, relaxed_min_score=0.0)
+        }
+        hits = keyword_chunks(found, query=request.query, backend=backend)
+        return BackendResult(hits=tuple(replace(h, chunk_id=None) for h in hits), mode=MODE)
 
     def close(self) -> None:
         with self._lock:

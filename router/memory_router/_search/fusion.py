@@ -16,6 +16,7 @@ first, ties broken by id so the order is deterministic. Scores are in [0, 1].
   Both sides are then scaled by the query's *support* (:func:`query_support`): when no
   candidate holds more than part of the question's keywords and none is close in meaning,
   the memory most likely does not hold the answer, and no hit scores as if it did.
+* :func:`keyword_only_fusion` — a keyword list alone on ``convex``'s scale (its support).
 * :func:`minmax_fusion` — both sides min-max normalised over their candidates.
 * :func:`rrf_fusion` — weighted reciprocal rank fusion, ``Σ w / (k + rank)``, divided by its
   maximum (rank 1 on every side) so the best possible score is 1.
@@ -48,7 +49,7 @@ class Fused:
     ``vector`` / ``text`` are the scores the sides gave (``None``: that side did not find
     it); ``vector_part`` / ``text_part`` are the weighted contributions, which add up to
     ``score``; ``support`` is the factor both were scaled by (:func:`query_support`; 1
-    for the other methods).
+    for the other methods); ``vector_norm`` the vector score as the method normalised it.
     """
 
     id: str
@@ -58,6 +59,7 @@ class Fused:
     vector_part: float = 0.0
     text_part: float = 0.0
     support: float = 1.0
+    vector_norm: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,6 +98,7 @@ def _combine(
                 vector_part=v_part,
                 text_part=t_part,
                 support=support,
+                vector_norm=v_norm.get(key) if key in vector else None,
             )
         )
     fused.sort(key=lambda f: (-f.score, f.id))
@@ -131,6 +134,23 @@ def query_support(v_norm: Mapping[str, float], coverage: Mapping[str, float]) ->
         return 1.0
     closest = max(v_norm.values(), default=0.0) / MATCH_LEVEL
     return min(1.0, max(max(coverage.values()), closest))
+
+
+def keyword_only_fusion(text: Mapping[str, float], coverage: Mapping[str, float]) -> list[Fused]:
+    """A keyword list alone (keyword-only search), ranked by its scores, on the scale of
+    ``convex``: each score divided by the best, times a support factor for the query —
+    the largest share of its keywords one candidate holds (``coverage``), counted as
+    :func:`minor_share` counts it with nothing to vouch for the meaning, times that share
+    again (``S × minor_share(S, 0)``: 1 when a candidate holds every keyword, 4/9 for two
+    of three, 1/8 for one of two).
+
+    One factor per query, so BM25's order is kept (a per-hit share cost LoCoMo 0.008 of
+    its reading-budget recall); it decides what the answer claims: a question the memory
+    holds one word of scores under the default ``min_score`` everywhere.
+    """
+    best = max(coverage.values(), default=1.0)
+    support = best * minor_share(best, 0.0)
+    return _combine({}, text, {}, max_scaled(text), 0.0, 1.0, support)
 
 
 def minmax(scores: Mapping[str, float]) -> dict[str, float]:

@@ -2,7 +2,9 @@
 
 Backends find candidates (:class:`ScoredChunk`) on their own storage; how a keyword leg and a
 vector leg become ranked :class:`Hit` results is the router's contract
-(``query.hybrid.fusion``), so the built-in and LanceDB backends call this one function.
+(``query.hybrid.fusion``), so the built-in and LanceDB backends call this one function;
+and how a keyword leg alone is scored (:func:`keyword_chunks`), so that a keyword-only
+score means what a hybrid one does.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Mapping
 from .._config.config import HybridConfig
 from .._types import Explain, Hit, ScoredChunk
 from .calibration import vector_scale
-from .fusion import fuse
+from .fusion import fuse, keyword_only_fusion
 from .snippets import keyword_coverage
 
 
@@ -55,7 +57,50 @@ def fuse_chunks(
                 text_part=f.text_part,
                 fusion=hybrid.fusion,
                 support=f.support,
+                vector_norm=f.vector_norm,
             ),
         )
         for f in fused
+    ]
+
+
+KEYWORD_ONLY = "keyword"
+""":attr:`Explain.fusion` of a keyword-only hit."""
+
+
+def keyword_chunks(keyword: Mapping[str, ScoredChunk], *, query: str, backend: str) -> list[Hit]:
+    """Score a keyword leg alone (keyword-only search) on the scale of the hybrid one
+    (:func:`~memory_router._search.fusion.keyword_only_fusion`).
+
+    BM25's order is kept; every score is its BM25 divided by the query's best, times a
+    factor for how much of the question the best-covered chunk holds: 1 for every keyword,
+    0.44 for two of three, 0.125 for one of two — under the default ``min_score`` (0.2).
+    Keyword search cannot tell a paraphrase that shares one word from an unrelated
+    question that does, so such a match is no longer a confident hit: an empty answer
+    then says so (``below_min_score``).
+    """
+    fused = {
+        f.id: f
+        for f in keyword_only_fusion(
+            {k: r.score for k, r in keyword.items()},
+            {k: keyword_coverage(query, r.text) for k, r in keyword.items()},
+        )
+    }
+    # Best first; ties keep the leg's order (the backend's: BM25, then rowid), not the
+    # fusion's tie-break by id, so a keyword-only answer is the one BM25 query's.
+    return [
+        keyword[f.id].hit(
+            backend,
+            f.score,
+            None,
+            f.text,
+            explain=Explain(
+                relevance=f.score,
+                score=f.score,
+                text_part=f.text_part,
+                fusion=KEYWORD_ONLY,
+                support=f.support,
+            ),
+        )
+        for f in sorted((fused[k] for k in keyword), key=lambda f: -f.score)
     ]

@@ -200,19 +200,26 @@ each every few more most other others some such own same many much several also 
 never not only very too than so there here yet still even out up down off once kind kinds type
 types sort sorts likely probably say said think happen happened ways"""
 QUERY_FILLER: frozenset[str] = frozenset(_EN_QUERY_FILLER.split())
+_ACRONYM = re.compile(r"^[A-Z]{2}$")
 
 
 def query_keywords(query: str, *, trigram: bool = False) -> list[str]:
-    """The keywords of the BM25 ``OR`` query: content words, then the query's numbers.
+    """The keywords of the BM25 ``OR`` query: content words, then the query's acronyms and
+    numbers.
 
     :func:`extract_keywords` without :data:`QUERY_FILLER` (all of them when only filler is
-    left), followed by the pure numbers of the query ("650", "2022": rare, so BM25 weighs
-    them high, although the reference's list drops them).
+    left), followed by two-letter capitals that are no stop word ("GP", "UI", "CI": the
+    reference drops every ASCII word under three letters) and the pure numbers of the query
+    ("650", "2022": rare, so BM25 weighs them high, although the reference's list drops
+    them). Empty for a question of function words only, or a bare operator (``AND``).
     """
-    extracted = extract_keywords(query, trigram=trigram)
+    # A lone letter outside CJK ("ÿ" of mis-decoded bytes) is no content word.
+    extracted = [k for k in extract_keywords(query, trigram=trigram) if len(k) > 1 or CJK.match(k)]
     keywords = [k for k in extracted if k not in QUERY_FILLER] or extracted
-    numbers = [t for t in dict.fromkeys(query_tokens(query)) if t.isdigit()]
-    return keywords + [n for n in numbers if n not in keywords]
+    tokens = dict.fromkeys(query_tokens(query))
+    numbers = [t for t in tokens if t.isdigit()]
+    acronyms = [t.lower() for t in tokens if _ACRONYM.match(t) and t.lower() not in STOP_WORDS]
+    return keywords + [t for t in acronyms + numbers if t not in keywords]
 
 
 def extract_keywords(query: str, *, trigram: bool = False) -> list[str]:

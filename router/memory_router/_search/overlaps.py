@@ -164,13 +164,18 @@ GAP = "…"
 
 def _joined(parts: list[tuple[Hit, str]]) -> str:
     """Snippets in line order; a :data:`GAP` line where one ends before its hit's text does
-    or the next starts after its hit's first line (so no left-out line looks shown)."""
+    or the next starts after its hit's first line (so no left-out line looks shown). A
+    heading line that the part before also opened with (the heading path that leads each
+    bullet of a curated file) is shown once."""
     out = [parts[0][1]]
     for (before, shown_before), (after, shown_after) in itertools.pairwise(parts):
         cut = not before.snippet.endswith(shown_before)
         skipped = not after.snippet.startswith(shown_after)
         if cut or skipped:
             out.append(GAP)
+        head = shown_before.split("\n", 1)[0]
+        if head.startswith("#") and shown_after.startswith(head + "\n") and not cut:
+            shown_after = shown_after[len(head) + 1 :]
         out.append(shown_after)
     return "\n".join(out)
 

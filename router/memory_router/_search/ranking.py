@@ -19,7 +19,7 @@ from .._types import BackendResult, Entry, Explain, Hit, SearchRequest
 from .._workspace.discovery import dated_file
 from .keywords import CJK
 from .overlaps import Passage, Shown, gather, note_shown, trim_hit
-from .snippets import window
+from .snippets import matched_keywords, window
 
 _ASCII_TOKEN = re.compile(r"[a-z0-9_]+")
 DAY = 86400.0
@@ -189,6 +189,24 @@ def _explained(hit: Hit, *, decay: float, importance: float, score: float) -> Ex
     )
 
 
+def _relaxed(hit: Hit, why: str) -> Hit:
+    if hit.explain is None:
+        return hit
+    return dataclasses.replace(hit, explain=dataclasses.replace(hit.explain, relaxed=why))
+
+
+def with_keywords(hits: Sequence[Hit], query: str) -> list[Hit]:
+    """Hits whose explanations name the query keywords their text (citation left out)
+    holds."""
+    out = []
+    for hit in hits:
+        if hit.explain is not None:
+            found = matched_keywords(query, hit.snippet.split(SOURCE, 1)[0])
+            hit = dataclasses.replace(hit, explain=dataclasses.replace(hit.explain, keywords=found))
+        out.append(hit)
+    return out
+
+
 def _drop(hit: Hit, reason: str) -> Hit:
     assert hit.explain is not None
     return dataclasses.replace(hit, explain=dataclasses.replace(hit.explain, dropped=reason))
@@ -244,7 +262,12 @@ def select(
     passing = [h for h in hits if reaches(relevance(h), request.min_score)]
     if not passing and result.relaxed_min_score is not None:
         floor = min(request.min_score, result.relaxed_min_score)
-        passing = [h for h in hits if h.text_score is not None and reaches(relevance(h), floor)]
+        kept = [h for h in hits if h.text_score is not None and reaches(relevance(h), floor)]
+        why = (
+            f"under min_score = {request.min_score:g}, kept: nothing reached it, and the"
+            f" backend's relaxation keeps keyword hits at {floor:g} or more"
+        )
+        passing = [_relaxed(h, why) for h in kept]
     if not explain:
         return passing, []
     chosen = {id(h) for h in passing}
@@ -316,7 +339,9 @@ def shape_all(
     over = [
         _drop(h, f"over max_injected_chars = {q.max_injected_chars}") for h in shaped[len(final) :]
     ]
-    return final, over + dropped
+    if not explain:
+        return final, over + dropped
+    return with_keywords(final, request.query), with_keywords(over + dropped, request.query)
 
 
 def entry_weight(entry: Entry, ranking: EntryRankingConfig, *, now: float) -> float:

@@ -99,6 +99,13 @@ def _terms(lines: Sequence[str], stems: Iterable[str]) -> list[frozenset[str]]:
     return out
 
 
+def matched_keywords(query: str, text: str) -> tuple[str, ...]:
+    """The keywords of ``query`` (:func:`query_keywords`) found in ``text``, as
+    :func:`keyword_coverage` finds them (crude stems, at word starts), in query order."""
+    lowered = text.lower()
+    return tuple(k for k in query_keywords(query) if _contains(lowered, _stem(k)))
+
+
 def keyword_coverage(query: str, text: str, weights: Mapping[str, float] | None = None) -> float:
     """The share of ``query``'s keywords (crudely stemmed) that occur in ``text``; 1 when
     the query has no keywords.

@@ -23,22 +23,17 @@ def check_workspace(config: Config) -> Path:
     goes through it, and nothing ever creates a missing workspace.
     """
     path = config.workspace_path
-    where = config.file or "<defaults>"
-    fix = (
-        f"fix `workspace` in {where} or pass --workspace PATH"
-        if config.file
-        else "pass --workspace PATH or set `workspace` in the config file"
-    )
+    where, fix = _workspace_origin(config)
     if not path.exists():
         raise ConfigError(
             f"the workspace {path} does not exist; nothing was indexed or removed",
-            path=config.file,
+            path=where,
             key="workspace",
             hint=f"create it (mkdir -p {shlex.quote(str(path))}), mount it, or {fix}",
         )
     if not path.is_dir():
         raise ConfigError(
-            f"the workspace {path} is not a folder", path=config.file, key="workspace", hint=fix
+            f"the workspace {path} is not a folder", path=where, key="workspace", hint=fix
         )
     try:  # opening it is what proves it readable; one entry is enough (a check per search)
         with os.scandir(path) as entries:
@@ -47,11 +42,24 @@ def check_workspace(config: Config) -> Path:
         raise ConfigError(
             f"the workspace {path} cannot be read ({error.strerror or error});"
             " nothing was indexed or removed",
-            path=config.file,
+            path=where,
             key="workspace",
             hint=f"make it readable (chmod u+rx {shlex.quote(str(path))}) or {fix}",
         ) from error
     return path
+
+
+def _workspace_origin(config: Config) -> tuple[str | None, str]:
+    """Who set ``workspace`` (the file, a variable, ``--workspace``) and how to fix it there."""
+    origin = config.origin("workspace")
+    if origin == "<overrides>":  # --workspace (or workspace= in code): not the file's fault
+        return None, "pass --workspace with a folder that exists"
+    if origin is not None:  # "<env NAME>"
+        name = origin.removeprefix("<env ").removesuffix(">")
+        return origin, f"fix or unset ${name}"
+    if config.file:
+        return config.file, f"fix `workspace` in {config.file} or pass --workspace PATH"
+    return None, "pass --workspace PATH or set `workspace` in the config file"
 
 
 def memory_file_exists(config: Config, path: str) -> bool:

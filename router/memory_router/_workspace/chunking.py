@@ -29,8 +29,9 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-CHUNKER_VERSION = 2
-"""Bump whenever :func:`chunk_markdown` output changes."""
+CHUNKER_VERSION = 3
+"""Bump whenever :func:`chunk_markdown`, :func:`split_oversized` or the structure-aware
+chunker's output changes (3: one chunk per list item, led by its heading path)."""
 
 CHARS_PER_TOKEN = 4
 

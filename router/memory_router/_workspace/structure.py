@@ -2,12 +2,15 @@
 
 A curated file is a list of facts: "- Coffee: flat white, oat milk". Packed into one
 400-token window, each fact's vector is diluted by thirty others and a question about
-coffee finds nothing. Here the file is cut at its structure: *blocks* (a list item with
+coffee finds nothing; packed per section it still shares a vector with its neighbours
+(a question's cosine against its own bullet averaged 0.401, against the packed section
+0.219: issue 22). Here the file is cut at its structure into *blocks* (a list item with
 its continuation lines and nested items, or a paragraph; a heading joins the block after
-it) are packed into one chunk per section while they fit the budget, so a fact shares its
-vector only with its section's neighbours and keeps the heading's context; a section
-over the budget is cut between blocks, and a block over the budget falls back to
-:func:`~memory_router._workspace.chunking.chunk_markdown` within its own lines.
+it). Each list item is a chunk of its own, cited by its own lines, its text led by the
+path of headings above it, as context for the vector and the keywords: one vector per
+fact, as OpenClaw 2026.9 indexes ``MEMORY.md``. Prose blocks of one section are packed
+while they fit the budget (a paragraph is rarely one fact); a block over the budget falls
+back to :func:`~memory_router._workspace.chunking.chunk_markdown` within its own lines.
 
 ``structure = "openclaw"`` reproduces OpenClaw 2026.9 instead (its chunking version 5),
 so an index it built can be taken over without embedding anything again: ``MEMORY.md``
@@ -111,8 +114,50 @@ def _last_content(lines: list[str], first: int, last: int) -> int:
     return last
 
 
-def sections(lines: list[str], spans: list[tuple[int, int]], budget: int) -> list[tuple[int, int]]:
-    """Consecutive blocks of one section (up to the next heading) packed while they fit."""
+def heading_text(line: str) -> tuple[int, str]:
+    """A heading line's level (its ``#`` count) and its text."""
+    marks = len(line) - len(line.lstrip("#"))
+    return marks, line[marks:].strip().rstrip("#").strip()
+
+
+class _Path:
+    """The headings above a line, outermost first (a new heading closes those at its
+    level and below)."""
+
+    def __init__(self) -> None:
+        self.heads: list[tuple[int, str]] = []
+
+    def enter(self, line: str) -> None:
+        level, text = heading_text(line)
+        self.heads = [(lv, t) for lv, t in self.heads if lv < level]
+        if text:
+            self.heads.append((level, text))
+
+    def context(self) -> str:
+        """The context line of an item below these headings (``""`` under none)."""
+        return "# " + " › ".join(t for _, t in self.heads) if self.heads else ""
+
+
+def _with_context(chunk: RawChunk, context: str) -> RawChunk:
+    if not context:
+        return chunk
+    text = f"{context}\n{chunk.text}"
+    return chunk._replace(text=text, hash=sha256_hex(text))
+
+
+def _windows(lines: list[str], first: int, last: int, tokens: int, overlap: int) -> list[RawChunk]:
+    """Lines ``first..last`` (0-based) as one chunk if they fit, else as windows."""
+    body = "\n".join(lines[first : last + 1])
+    if len(body) <= max(32, tokens * 4):
+        return [RawChunk(first + 1, last + 1, body, sha256_hex(body))]
+    return [
+        piece._replace(start_line=piece.start_line + first, end_line=piece.end_line + first)
+        for piece in chunk_markdown(body, tokens=tokens, overlap=overlap)
+    ]
+
+
+def _pack(lines: list[str], spans: list[tuple[int, int]], budget: int) -> list[tuple[int, int]]:
+    """Consecutive prose blocks packed while they fit (a heading starts a new chunk)."""
     packed: list[tuple[int, int]] = []
     for first, last in spans:
         if packed and not _HEADING.match(lines[first]):
@@ -125,20 +170,39 @@ def sections(lines: list[str], spans: list[tuple[int, int]], budget: int) -> lis
 
 
 def chunk_structured(text: str, *, tokens: int, overlap: int) -> list[RawChunk]:
-    """One chunk per section, or per block where a section exceeds the budget (see the
-    module docstring); line numbers from 1."""
+    """Chunks by structure (see the module docstring); line numbers from 1.
+
+    A list item is a chunk of its own: its lines (continuation lines and nested items
+    included), cited by those lines, its text led by the path of headings above it
+    (``# Memory › Preferences``). Prose blocks of one section are packed while they fit.
+    A block over the budget is cut into windows within its own lines.
+    """
     lines = text.split("\n")
     budget = max(32, tokens * 4)
+    path = _Path()
     chunks: list[RawChunk] = []
-    for first, last in sections(lines, blocks(lines), budget):
-        body = "\n".join(lines[first : last + 1])
-        if len(body) <= budget:
-            chunks.append(RawChunk(first + 1, last + 1, body, sha256_hex(body)))
-            continue
-        for piece in chunk_markdown(body, tokens=tokens, overlap=overlap):
-            chunks.append(
-                piece._replace(start_line=piece.start_line + first, end_line=piece.end_line + first)
+    prose: list[tuple[int, int]] = []
+
+    def flush() -> None:
+        for first, last in _pack(lines, prose, budget):
+            chunks.extend(_windows(lines, first, last, tokens, overlap))
+        prose.clear()
+
+    for first, last in blocks(lines):
+        body = first
+        while body <= last and (_HEADING.match(lines[body]) or not lines[body].strip()):
+            if lines[body].strip():
+                path.enter(lines[body])
+            body += 1
+        if body <= last and _ITEM.match(lines[body]):
+            flush()
+            context = path.context()
+            chunks.extend(
+                _with_context(c, context) for c in _windows(lines, body, last, tokens, overlap)
             )
+        else:
+            prose.append((first, last))
+    flush()
     return chunks or [RawChunk(1, 1, text, sha256_hex(text))]
 
 

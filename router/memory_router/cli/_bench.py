@@ -1,4 +1,5 @@
-"""``bench locomo`` and ``bench beir``: retrieval quality and speed on judged data."""
+"""``bench locomo``, ``bench beir`` and ``bench curated``: retrieval quality and speed on
+judged data."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import pluggy
 from memory_router._config.config import Config, load_config
 from memory_router._exceptions import InvalidInput
 from memory_router._ops.bench import METRICS, Variant, VariantReport, run_variant
+from memory_router._ops.bench_curated import CuratedReport, CuratedSet, load_curated, run_curated
 from memory_router._ops.bench_data import BenchSet, load_beir, load_locomo
 from memory_router._search.fusion import FUSION_METHODS
 
@@ -85,15 +88,22 @@ def bench() -> None:
     default=lambda: os.environ.get("MEMORY_ROUTER_LOCOMO", ""),
     help="LoCoMo's locomo10.json (default: $MEMORY_ROUTER_LOCOMO).",
 )
+@click.option(
+    "--redate",
+    is_flag=True,
+    help="Move each conversation's session files so its last session is today (their text"
+    " keeps its dates): temporal decay then sees a live memory's ages.",
+)
 @_options
 @click.pass_context
-def locomo(ctx: click.Context, /, data: str, **options: Any) -> None:
+def locomo(ctx: click.Context, /, data: str, redate: bool, **options: Any) -> None:
     """LoCoMo conversations: turn recall per question category."""
     if not data:
         raise InvalidInput(
             "no LoCoMo data given", key="data", hint="pass --data path/to/locomo10.json"
         )
-    _run(ctx, load_locomo(Path(data).expanduser()), **options)
+    today = datetime.now(UTC).date() if redate else None
+    _run(ctx, load_locomo(Path(data).expanduser(), redate=today), **options)
 
 
 @bench.command()
@@ -120,6 +130,18 @@ def _variants(
     return out
 
 
+def _cache_path(config: Config, cache: str | None) -> Path:
+    """The embedding cache to use (``--cache``, else one under the state folder); its
+    folder is made."""
+    path = (
+        Path(cache).expanduser()
+        if cache
+        else config.state_path / "bench" / "embedding-cache.sqlite"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _run(
     ctx: click.Context,
     dataset: BenchSet,
@@ -136,12 +158,7 @@ def _run(
     config = _bench_config(cli, provider=provider, modes=modes)
     if limit > 0:
         dataset = dataclasses.replace(dataset, groups=dataset.groups[:limit])
-    cache_path = (
-        Path(cache).expanduser()
-        if cache
-        else config.state_path / "bench" / "embedding-cache.sqlite"
-    )
-    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    cache_path = _cache_path(config, cache)
     variants = _variants(config, backends, modes, fusions)
     reports = _measure(dataset, variants, config, cache_path, cli.pm, quiet=as_json)
     if as_json:
@@ -231,4 +248,89 @@ def render(dataset: BenchSet, reports: Sequence[VariantReport]) -> str:
                 values = r.by_category.get(c)
                 if values:
                     lines.append(_row(f"{r.variant.label} | {c} | {int(values['n'])}", values, ()))
+    return "\n".join(lines)
+
+
+def _curated_data() -> str:
+    """``$MEMORY_ROUTER_CURATED``, else ``bench/curated`` of the current folder or of the
+    source checkout this package runs from (when there is one)."""
+    if os.environ.get("MEMORY_ROUTER_CURATED"):
+        return os.environ["MEMORY_ROUTER_CURATED"]
+    for root in (Path.cwd(), Path(__file__).resolve().parents[3]):
+        if (root / "bench" / "curated").is_dir():
+            return str(root / "bench" / "curated")
+    return ""
+
+
+@bench.command()
+@click.option(
+    "--data",
+    metavar="DIR",
+    default=_curated_data,
+    help="The curated set (default: $MEMORY_ROUTER_CURATED, else bench/curated).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Also list every question missed.")
+@_options
+@click.pass_context
+def curated(ctx: click.Context, /, data: str, verbose: bool, **options: Any) -> None:
+    """Curated facts (MEMORY.md bullets): paraphrases found, off-topic questions not.
+
+    Asks with the configured max_results and min_score (the defaults unless the
+    configuration changes them), as an agent's memory_search does.
+    """
+    if not data:
+        raise InvalidInput(
+            "no curated set given", key="data", hint="pass --data path/to/bench/curated"
+        )
+    dataset = load_curated(Path(data).expanduser())
+    cli = state(ctx)
+    config = _bench_config(cli, provider=options["provider"], modes=options["modes"])
+    cache_path = _cache_path(config, options["cache"])
+    if options["limit"] > 0:
+        dataset = dataclasses.replace(dataset, groups=dataset.groups[: options["limit"]])
+    reports = []
+    with tempfile.TemporaryDirectory(prefix="memory-router-bench-") as tmp:
+        for variant in _variants(config, options["backends"], options["modes"], options["fusions"]):
+            reports.append(
+                run_curated(
+                    dataset,
+                    variant,
+                    base=config,
+                    work_dir=Path(tmp),
+                    cache=cache_path,
+                    plugin_manager=cli.pm,
+                )
+            )
+    if options["as_json"]:
+        about = {"source": dataset.source, "sha256": dataset.sha256}
+        echo_json({"dataset": about, "variants": [r.to_dict() for r in reports]})
+        return
+    click.echo(render_curated(dataset, reports, verbose=verbose))
+
+
+def render_curated(dataset: CuratedSet, reports: Sequence[CuratedReport], *, verbose: bool) -> str:
+    """The figures as a Markdown table, then (``verbose``) each question missed."""
+    lines = [
+        f"dataset curated ({dataset.source}) sha256 {dataset.sha256}",
+        f"{dataset.fact_questions} fact questions, {dataset.off_topic} off-topic",
+        "",
+        "variant | found@1 | found@3 | found | off-topic answered"
+        " | found@3, hint followed | off-topic shown, hint followed | p50 ms",
+        "--- | --- | --- | --- | --- | --- | --- | ---",
+    ]
+    for r in reports:
+        m = r.metrics
+        lines.append(
+            f"{r.variant.label} | {m['found@1']:.3f} | {m['found@3']:.3f} | {m['found']:.3f}"
+            f" | {m['off_topic_answered']:.3f} | {m['found@3_hinted']:.3f}"
+            f" | {m['off_topic_hinted']:.3f} | {r.p50_ms:.1f}"
+        )
+    if verbose:
+        for r in reports:
+            lines += ["", f"{r.variant.label}: missed"]
+            lines += [
+                f"  {d['workspace']}: {d['question']!r} fact {d['fact']} rank {d['rank']}"
+                f" hits {d['hits']} top {d['top']}"
+                for d in r.to_dict()["misses"]
+            ]
     return "\n".join(lines)

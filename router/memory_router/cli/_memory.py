@@ -204,12 +204,12 @@ def print_response(
     answered. ``paste`` renders the commands in hints (:meth:`CliState.paste`)."""
     if not response["results"]:
         click.echo("No matches.")
-        if response.get("below_min_score"):
-            click.echo(below_min_score_line(response["below_min_score"]))
     for hit in response["results"]:
         click.echo(f"{hit['score']:.3f} {hit['path']}:{hit['start_line']}-{hit['end_line']}")
         click.echo(hit["snippet"].rstrip("\n"))
         click.echo()
+    if response.get("below_min_score"):
+        click.echo(below_min_score_line(response["below_min_score"]))
     provider = (
         f"{response['provider']} {response['model'] or ''}".strip()
         if response["provider"]

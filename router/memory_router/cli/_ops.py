@@ -53,7 +53,7 @@ def doctor(ctx: click.Context, fix: bool, as_json: bool) -> None:
     "backends",
     multiple=True,
     metavar="NAME",
-    help="Reset only this backend (repeatable; default: every backend of the chain).",
+    help="Reset only this backend, in the chain or not (repeatable; default: the chain's).",
 )
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
@@ -63,13 +63,16 @@ def reset(ctx: click.Context, backends: tuple[str, ...], yes: bool) -> None:
     The embedding cache is kept, so the rebuild re-embeds nothing that was embedded before.
     """
     router = state(ctx).router(require_workspace=False)
-    names = list(backends) or list(router.config.router.chain)
-    for name in names:
-        if name not in router.config.router.chain:
-            raise click.BadParameter(
-                f"{name!r} is not in the chain ({', '.join(router.config.router.chain)})",
-                param_hint="--backend",
-            )
+    # Any installed backend, not only the chain's: an index left by a backend taken out of
+    # the chain (after a migration) is still derived state somebody wants gone.
+    names = list(dict.fromkeys(backends)) or list(router.config.router.chain)
+    unknown = [name for name in names if name not in router.backend_specs]
+    if unknown:
+        raise click.BadParameter(
+            f"no backend named {unknown[0]!r} is installed"
+            f" (installed: {', '.join(sorted(router.backend_specs))})",
+            param_hint="--backend",
+        )
     if not yes:
         click.confirm(
             f"Delete the index of {', '.join(names)} for agent {router.config.agent_id!r}"
@@ -79,7 +82,11 @@ def reset(ctx: click.Context, backends: tuple[str, ...], yes: bool) -> None:
     removed = _doctor.reset(router, names)
     for path in removed:
         click.echo(f"Removed {path}")
-    click.echo(f"Reset {', '.join(names)}; run `{state(ctx).command('index')}` to rebuild.")
+    rebuilt = [name for name in names if name in router.config.router.chain]
+    if rebuilt:
+        click.echo(f"Reset {', '.join(names)}; run `{state(ctx).command('index')}` to rebuild.")
+    else:  # out of the chain: `index` would not build it again
+        click.echo(f"Reset {', '.join(names)} (not in the chain: nothing will rebuild it).")
 
 
 @click.command()

@@ -99,6 +99,26 @@ def test_doctor_says_to_fix_the_workspace_and_fix_deletes_nothing(moved: Path) -
     ]
 
 
+def test_a_missing_workspace_is_blamed_on_whoever_named_it(
+    write_workspace: WorkspaceWriter,
+    write_config: ConfigWriter,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_workspace()
+    config = write_config(KEYWORD_ONLY)  # its own `workspace` is fine
+    option = run("--config", str(config), "--workspace", str(tmp_path / "typo"), "index")
+    assert option.returncode == 1
+    assert "typo does not exist" in option.stderr
+    assert str(config) not in option.stderr  # the file is not at fault
+    assert "pass --workspace with a folder that exists" in option.stderr
+    monkeypatch.setenv("MEMORY_ROUTER_WORKSPACE", f'"{tmp_path / "typo"}"')
+    variable = run("--config", str(config), "index")
+    assert variable.returncode == 1
+    assert "<env MEMORY_ROUTER_WORKSPACE>" in variable.stderr
+    assert "fix or unset $MEMORY_ROUTER_WORKSPACE" in variable.stderr
+
+
 # -- files that are not UTF-8 text ------------------------------------------------------
 
 

@@ -171,7 +171,7 @@ def test_an_interrupted_migration_says_how_to_continue_and_doctor_shows_it(
     assert child.returncode == 130
     assert err.splitlines()[-2:] == [
         "Interrupted.",
-        "Hint: run the same command with --resume to continue where it stopped (1 of 4"
+        "Hint: run the same command with --resume to continue where it stopped (1 of 5"
         " chunks are written)",
     ]
     monkeypatch.setenv("SLOW_EMBED_S", "0")
@@ -180,7 +180,7 @@ def test_an_interrupted_migration_says_how_to_continue_and_doctor_shows_it(
     assert found.returncode == 1
     lines = found.stdout.splitlines()
     at = lines.index(
-        f"✗ migration into file:{backup}: unfinished: from sqlite (re-embed), 1 of 4 chunks"
+        f"✗ migration into file:{backup}: unfinished: from sqlite (re-embed), 1 of 5 chunks"
         " written (interrupted); its copy is kept beside the live index"
     )
     assert lines[at + 1] == (
@@ -189,6 +189,6 @@ def test_an_interrupted_migration_says_how_to_continue_and_doctor_shows_it(
     )
     resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
-    assert "3 written · 1 already written before the interruption" in resumed.stdout
+    assert "4 written · 1 already written before the interruption" in resumed.stdout
     after = subprocess.run(doctor, capture_output=True, text=True, timeout=120)
     assert "migration into" not in after.stdout

@@ -184,8 +184,28 @@ def test_reset_deletes_the_index_only_and_the_rebuild_uses_the_cache(
     assert (index_path(config).parent / "embedding-cache.sqlite").exists()
     rebuilt = json.loads(run("--config", str(config), "index", "--json").output)[0]
     assert (rebuilt["added"], rebuilt["embedded"]) == (3, 0)
-    bad = run("--config", str(config), "reset", "--backend", "lancedb", "--yes")
+    bad = run("--config", str(config), "reset", "--backend", "nope", "--yes")
     assert bad.exit_code == 2
+    assert "no backend named 'nope' is installed (installed: " in bad.output
+
+
+@pytest.mark.slow
+def test_reset_removes_the_index_of_a_backend_taken_out_of_the_chain(
+    write_workspace: WorkspaceWriter, write_config: ConfigWriter, hashing: str
+) -> None:
+    write_workspace()
+    lance = write_config(hashing + '[router]\nchain = ["lancedb"]\n')
+    assert run("--config", str(lance), "index").exit_code == 0
+    folder = lance.parent / "state/agents/main/lancedb"
+    assert any(folder.iterdir())
+    config = write_config(hashing)  # the chain is back to SQLite alone
+    assert run("--config", str(config), "index").exit_code == 0
+    result = run("--config", str(config), "reset", "--backend", "lancedb", "--yes")
+    assert result.exit_code == 0, result.output
+    assert f"Removed {folder}" in result.output
+    assert "not in the chain: nothing will rebuild it" in result.output
+    assert not folder.exists()
+    assert index_path(config).exists()  # the chain's own index is kept
 
 
 def test_agents_lists_every_agent_with_size_and_health(

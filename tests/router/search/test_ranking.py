@@ -78,8 +78,8 @@ def test_decay_never_takes_more_than_one_minus_the_floor(tmp_path: Path) -> None
     half, ancient = apply_decay(
         [hit("memory/2026-01-31.md", 1.0), hit("memory/2016-01-31.md", 1.0)], config, now=now
     )
-    assert half.score == pytest.approx(0.75)  # 0.5 + 0.5 × 0.5
-    assert ancient.score == pytest.approx(0.5)
+    assert half.score == pytest.approx(0.95)  # 0.9 + 0.1 × 0.5
+    assert ancient.score == pytest.approx(0.9)
 
 
 def test_decay_uses_mtime_for_other_files(tmp_path: Path) -> None:
@@ -169,12 +169,12 @@ def test_decay_is_a_factor_not_a_filter(tmp_path: Path) -> None:
         },
     )
     old = hit("memory/2020-01-01.md", 0.9, text=1.0)
-    new = hit(f"memory/{datetime.now(UTC):%Y-%m-%d}.md", 0.5, text=1.0)
+    new = hit(f"memory/{datetime.now(UTC):%Y-%m-%d}.md", 0.85, text=1.0)
     shaped = shape(BackendResult(hits=(old, new), mode="m"), request(min_score=0.0), config)
     assert [h.path for h in shaped] == [new.path, old.path]
     age = (time.time() - datetime(2020, 1, 1, tzinfo=UTC).timestamp()) / 86400
     assert shaped[1].score == pytest.approx(
-        0.9 * (0.5 + 0.5 * math.exp(-math.log(2) / 30 * age)), rel=1e-3
+        0.9 * (0.9 + 0.1 * math.exp(-math.log(2) / 30 * age)), rel=1e-3
     )
 
 

@@ -2,7 +2,8 @@
 
 A new user's 34-line MEMORY.md of bullets, asked the questions that used to return
 "No matches." on the defaults: each answer must be the bullet itself, above the default
-``min_score``, with the offline MiniLM model (and keyword-only for literal words).
+``min_score``, with the offline MiniLM model (and keyword-only for literal words). Each
+bullet is a chunk of its own (one vector per fact), led by the path of its headings.
 """
 
 from __future__ import annotations
@@ -61,14 +62,31 @@ QUESTIONS = {
 }
 
 
-def test_every_section_is_a_chunk_of_its_own() -> None:
+def test_every_bullet_is_a_chunk_cited_by_its_own_lines_and_led_by_its_headings() -> None:
     chunks = chunk_structured(MEMORY, tokens=200, overlap=40)
-    headings = [line for line in MEMORY.split("\n") if line.startswith("## ")]
-    assert len(chunks) == len(headings) == 6
-    assert all(c.text.count("## ") == 1 for c in chunks)
-    # A section over the budget is cut between its bullets, never inside one.
-    small = chunk_structured(MEMORY, tokens=20, overlap=4)
-    assert all(c.text.count("\n- ") + c.text.startswith("- ") <= 1 for c in small)
+    lines = MEMORY.split("\n")
+    bullets = [n for n, line in enumerate(lines, start=1) if line.startswith("- ")]
+    assert [c.start_line for c in chunks] == bullets
+    assert all(c.end_line == c.start_line for c in chunks)
+    coffee = next(c for c in chunks if "Coffee" in c.text)
+    assert coffee.text == "# Memory › Preferences\n" + lines[coffee.start_line - 1]
+    assert next(c for c in chunks if "Deploys" in c.text).text.startswith("# Memory › Work\n")
+
+
+def test_continuation_lines_and_nested_items_stay_with_their_bullet() -> None:
+    text = "# Notes\n\n## People\n\n- Ana: sister;\n  birthday 12 June.\n  - likes orchids\n- Tom\n"
+    first, second = chunk_structured(text, tokens=200, overlap=40)
+    assert (first.start_line, first.end_line) == (5, 7)
+    assert first.text.startswith("# Notes › People\n- Ana: sister;")
+    assert "orchids" in first.text
+    assert (second.start_line, second.text) == (8, "# Notes › People\n- Tom")
+
+
+def test_prose_is_packed_per_section_beside_the_bullets() -> None:
+    text = "# Recipes\n\nSoup: lentils.\n\nBread: rye.\n\n- Salt to taste\n\n## Cakes\n\nFlour.\n"
+    chunks = chunk_structured(text, tokens=200, overlap=40)
+    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 5), (7, 7), (9, 11)]
+    assert chunks[1].text == "# Recipes\n- Salt to taste"
 
 
 def test_every_bullet_is_its_own_block_with_its_heading_in_front() -> None:
@@ -85,7 +103,7 @@ def test_every_bullet_is_its_own_block_with_its_heading_in_front() -> None:
 def test_long_blocks_fall_back_to_windows_and_keep_line_numbers() -> None:
     text = "# Notes\n\n" + " ".join(["word"] * 400) + "\n\n- short item\n"
     chunks = chunk_structured(text, tokens=50, overlap=10)
-    assert chunks[-1].text == "- short item"
+    assert chunks[-1].text == "# Notes\n- short item"
     assert chunks[-1].start_line == 5
     assert all(1 <= c.start_line <= c.end_line <= 3 for c in chunks[:-1])
     assert len(chunks) > 3
@@ -107,8 +125,12 @@ def test_paraphrased_questions_find_the_bullet_on_the_defaults(router: Router) -
         assert results, f"nothing for {question!r}"
         top = results[0]
         assert expected in top.snippet, (question, top.snippet)
-        assert top.snippet.count("## ") == 1, "its section, not the whole file"
-    both = router.search("which shell and editor do I use").results[:2]
+        # Its bullet (with a touching bullet that also ranked), not its section.
+        assert top.end_line - top.start_line <= 1, (question, top)
+        assert top.snippet.count("# Memory › ") == 1, top.snippet
+    # A question about two facts: each bullet holds half of it, so on the defaults only
+    # the one MiniLM sees closer passes; both lead the ranking.
+    both = router.search("which shell and editor do I use", min_score=0).results[:2]
     assert {"Shell: fish", "Editor: Neovim"} <= {
         t for h in both for t in ("Shell: fish", "Editor: Neovim") if t in h.snippet
     }
