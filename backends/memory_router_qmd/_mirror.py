@@ -49,8 +49,10 @@ class MirrorEntry:
 
     ``start``/``end`` are the chunk's source lines (inclusive). ``lines``, when not empty,
     gives the source line of each mirror line (transcripts: JSONL line numbers); otherwise
-    mirror line ``k`` is source line ``start + k - 1``, kept within ``start``–``end`` (a
-    line longer than a chunk is cut into pieces on several mirror lines).
+    mirror line ``k`` is source line ``start + k - 1 - lead``, kept within
+    ``start``–``end``: ``lead`` lines of context lead the chunk's text (the headings above
+    a list item, ``[chunking] structure``) and stand for its first line, and a line longer
+    than a chunk is cut into pieces on several mirror lines.
     """
 
     path: str
@@ -58,12 +60,13 @@ class MirrorEntry:
     start: int
     end: int
     lines: tuple[int, ...] = ()
+    lead: int = 0
 
     def source_line(self, line: int) -> int:
         """The source line of 1-based mirror line ``line``."""
         if self.lines:
             return self.lines[min(max(1, line), len(self.lines)) - 1]
-        return min(max(self.start, self.start + line - 1), self.end)
+        return min(max(self.start, self.start + line - 1 - self.lead), self.end)
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -74,6 +77,8 @@ class MirrorEntry:
         }
         if self.lines:
             data["lines"] = list(self.lines)
+        if self.lead:
+            data["lead"] = self.lead
         return data
 
 
@@ -101,6 +106,7 @@ def _entries(snapshot: Snapshot) -> dict[str, tuple[MirrorEntry, str]]:
     wanted: dict[str, tuple[MirrorEntry, str]] = {}
     for doc in snapshot.documents:
         line_map = snapshot.line_map(doc)
+        source = snapshot.text(doc).split("\n")
         seen: dict[str, int] = {}
         for chunk in snapshot.chunks(doc):
             occurrence = seen[chunk.hash] = seen.get(chunk.hash, 0) + 1
@@ -112,10 +118,20 @@ def _entries(snapshot: Snapshot) -> dict[str, tuple[MirrorEntry, str]]:
                 start=chunk.start_line,
                 end=chunk.end_line,
                 lines=lines,
+                lead=0 if line_map else _lead(chunk, source),
             )
             wanted[name] = (entry, chunk.text)
         snapshot.release(doc)
     return wanted
+
+
+def _lead(chunk: Chunk, source: list[str]) -> int:
+    """How many lines of context lead the chunk's text: the lines before its last
+    ``end - start + 1``, when those are exactly the source's lines (0 otherwise)."""
+    text = chunk.text.split("\n")
+    body = source[chunk.start_line - 1 : chunk.end_line]
+    extra = len(text) - len(body)
+    return extra if extra > 0 and body and text[extra:] == body else 0
 
 
 def _transcript_lines(chunk: Chunk, line_map: tuple[int, ...]) -> tuple[int, ...]:
@@ -234,6 +250,7 @@ def load_manifest(path: Path) -> dict[str, MirrorEntry]:
                 start=int(item["start"]),
                 end=int(item["end"]),
                 lines=tuple(int(n) for n in item.get("lines") or ()),
+                lead=int(item.get("lead") or 0),
             )
             for name, item in data.items()
         }

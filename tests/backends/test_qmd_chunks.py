@@ -82,7 +82,8 @@ def test_vsearch_cites_the_source_lines_of_a_paraphrase_through_one_warm_sidecar
     assert top.path == "memory/journal.md"
     assert top.start_line <= FACT_LINE <= top.end_line  # the source's lines, not the mirror's
     source = (workspace / top.path).read_text(encoding="utf-8").split("\n")
-    assert top.snippet == "\n".join(source[top.start_line - 1 : top.end_line])
+    # the chunk's text: the source's lines, led by the headings above them (context)
+    assert top.snippet.endswith("\n".join(source[top.start_line - 1 : top.end_line]))
     assert hybrid.mode == "query"
     assert hybrid.hits[0].path == "memory/journal.md"
     # MEMORY.md and memory/ in one collection: the warm child served every vector search.

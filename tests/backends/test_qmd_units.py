@@ -281,7 +281,13 @@ def test_the_chunk_mirror_maps_every_line_back_and_names_files_qmd_indexes(
 ) -> None:
     from memory_router_qmd._mirror import MANIFEST, load_manifest, write_mirror
 
-    workspace = write_workspace({".hidden.md": "# Dot\n\nA dotted note.\n", "memory/a.md": "x\n"})
+    workspace = write_workspace(
+        {
+            ".hidden.md": "# Dot\n\nA dotted note.\n",
+            "memory/a.md": "x\n",
+            "memory/pets.md": "# Pets\n\n- Dana adopted Biscuit.\n- Tom has a cat.\n",
+        }
+    )
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     records = [
@@ -319,6 +325,11 @@ def test_the_chunk_mirror_maps_every_line_back_and_names_files_qmd_indexes(
             assert entry.source == "sessions"
         else:
             source = (workspace / entry.path).read_text(encoding="utf-8").split("\n")
-            assert text == source[entry.start - 1 : entry.end]
+            assert text[entry.lead :] == source[entry.start - 1 : entry.end]
+            assert entry.source_line(1) == entry.start  # a context line stands for it
+            assert entry.source_line(len(text)) == entry.end
+    # each bullet is a chunk led by its headings: "# Pets" then the bullet's own line
+    bullets = [e for e in manifest.values() if e.path == "memory/pets.md" and e.lead]
+    assert sorted((e.start, e.end, e.lead) for e in bullets) == [(3, 3, 1), (4, 4, 1)]
     again = write_mirror(snapshot, folder)
     assert (again.written, again.removed, again.files["unchanged"]) == (0, 0, report.files["added"])
