@@ -14,6 +14,11 @@ side; ``PYTHONDONTWRITEBYTECODE`` is dropped from the children's environment).
     .venv/bin/python bench/bench_startup.py [--runs 7] [--baseline ed16496,54c30ec]
 
 Targets (idle machine): ``--help`` ≤ 150 ms, keyword-only ``search`` ≤ 250 ms.
+
+A second table times the same searches on a LanceDB chain (this tree, every plugin, the
+sides' turns interleaved with the others): read through pylance (``reader = "auto"``,
+the default) and through lancedb (``reader = "lancedb"``), each as a ratio to the SQLite
+search of the same mode. Target: LanceDB ≤ 2× SQLite.
 """
 
 from __future__ import annotations
@@ -37,6 +42,12 @@ CASES = {
     "`memory-router --help`": ["--help"],
     "`search`, keyword-only": ["--config", "{keyword}", "search", "deploys"],
     "`search`, hybrid (minilm)": ["--config", "{hybrid}", "search", "deploys"],
+}
+# The LanceDB chain's configs, by mode and reader; run on the side with every plugin.
+LANCE = {
+    (mode, reader): f"lance-{mode}-{reader}"
+    for mode in ("keyword", "hybrid")
+    for reader in ("auto", "lancedb")
 }
 
 
@@ -76,14 +87,26 @@ def configs(folder: Path) -> dict[str, str]:
     (folder / "ws" / "MEMORY.md").write_text(NOTES, encoding="utf-8")
     paths = {}
     for name, provider in (("keyword", "none"), ("hybrid", "minilm")):
-        path = folder / f"{name}.toml"
-        path.write_text(
-            f'workspace = "{folder / "ws"}"\nstate_dir = "{folder / ("state-" + name)}"\n'
-            f'[embedding]\nprovider = "{provider}"\n',
-            encoding="utf-8",
+        paths[name] = write(folder, name, provider, "")
+    for (mode, reader), name in LANCE.items():
+        provider = "none" if mode == "keyword" else "minilm"
+        # Both readers share one store (the state folder of the mode).
+        lance = (
+            f'[router]\nchain = ["lancedb"]\n[backends.lancedb]\nreader = "{reader}"\n'
+            f'uri = "{folder / ("lance-" + mode)}"\n'
         )
-        paths[name] = str(path)
+        paths[name] = write(folder, name, provider, lance)
     return paths
+
+
+def write(folder: Path, name: str, provider: str, extra: str) -> str:
+    path = folder / f"{name}.toml"
+    path.write_text(
+        f'workspace = "{folder / "ws"}"\nstate_dir = "{folder / ("state-" + name)}"\n'
+        f'[embedding]\nprovider = "{provider}"\n{extra}',
+        encoding="utf-8",
+    )
+    return str(path)
 
 
 def measure(command: list[str], env: dict[str, str], timeout: float = 300) -> tuple[float, float]:
@@ -120,7 +143,8 @@ def environment(side: Side, plugins: str | None) -> dict[str, str]:
 
 
 def run(side: Side, argv: list[str], plugins: str | None) -> tuple[float, float]:
-    paths = {name: str(side.folder / f"{name}.toml") for name in ("keyword", "hybrid")}
+    names = ("keyword", "hybrid", *LANCE.values())
+    paths = {name.replace("-", "_"): str(side.folder / f"{name}.toml") for name in names}
     args = [a.format(**paths) for a in argv]
     return measure([sys.executable, "-m", "memory_router", *args], environment(side, plugins))
 
@@ -140,6 +164,14 @@ def prepare(side: Side) -> None:
         run(side, ["--config", "{" + name + "}", "index"], side.plugins)
     for argv in CASES.values():
         run(side, argv, side.plugins)
+    if side.plugins is None:  # every plugin: the LanceDB chain too
+        for name in LANCE.values():
+            run(side, lance_argv(name, "index"), None)
+            run(side, lance_argv(name, "search", "deploys"), None)
+
+
+def lance_argv(name: str, *command: str) -> list[str]:
+    return ["--config", "{" + name.replace("-", "_") + "}", *command]
 
 
 def median(values: list[float]) -> float:
@@ -174,7 +206,11 @@ def main() -> None:
             for case, argv in CASES.items():
                 for side in sides:
                     results.setdefault((case, side.name), []).append(run(side, argv, side.plugins))
+            for name in LANCE.values():
+                lance = run(every, lance_argv(name, "search", "deploys"), None)
+                results.setdefault((name, every.name), []).append(lance)
         report(sides, results, interpreter, plugins, args.runs, load_before)
+        report_lance(every, results)
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -205,6 +241,32 @@ def report(
             cells.append(f"{cpu[side.name]:.0f} / {median([w for w, _ in values]):.0f}")
         ratios = " / ".join(f"{cpu['now'] / cpu[s.name]:.2f}" for s in sides[:-2])
         print(f"| {case} | {' | '.join(cells)} | {ratios} | {cpu['now'] / py_cpu:.1f} |")
+
+
+def report_lance(every: Side, results: dict[tuple[str, str], list[tuple[float, float]]]) -> None:
+    """The LanceDB chain's searches beside SQLite's of the same mode (issue #24: ≤ 2×)."""
+    print()
+    print("| search (every plugin) | SQLite CPU / wall ms | LanceDB, pylance reads "
+          "| LanceDB, lancedb reads | pylance reads / SQLite (CPU, wall) "
+          "| lancedb reads / SQLite (CPU, wall) |")  # fmt: skip
+    print("|---" * 6 + "|")
+    for mode, case in (
+        ("keyword", "`search`, keyword-only"),
+        ("hybrid", "`search`, hybrid (minilm)"),
+    ):
+        base = results[(case, every.name)]
+        cells, ratios = [], []
+        for values in (
+            base,
+            *(results[(LANCE[(mode, r)], every.name)] for r in ("auto", "lancedb")),
+        ):
+            cpu, wall = median([c for _, c in values]), median([w for w, _ in values])
+            cells.append(f"{cpu:.0f} / {wall:.0f}")
+            ratios.append((cpu, wall))
+        shown = [
+            f"**{cpu / ratios[0][0]:.2f}** / {wall / ratios[0][1]:.2f}" for cpu, wall in ratios[1:]
+        ]
+        print(f"| {mode} | {' | '.join(cells)} | {' | '.join(shown)} |")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ from ._search import Row, Scope
 from ._settings import LanceSettings, is_remote, mask_uri
 from ._staging import LanceStaging
 from ._store import LanceStore, Pointer, Tables
-from ._sync import sync_generation
+from ._sync import settled, sync_generation
 from ._vectors import VectorCache
 from ._warm import FtsWarmth
 
@@ -83,6 +83,10 @@ class LanceBackend(Backend):
         self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
     ) -> SyncReport:
         tally = SyncTally(self.name, self.context.embedder)
+        chunks = None if force else self._settled(snapshot)
+        if chunks is not None:
+            tally.unchanged = len(snapshot.documents)
+            return tally.report(chunks=chunks, reason=None)
         with self.store.writing("sync"):
             reason, written = self.store.guard(
                 "sync",
@@ -106,6 +110,21 @@ class LanceBackend(Backend):
             notes = self._maintain(tables, written, rebuilt=reason is not None)
             chunks = self.store.guard("sync", lambda: tables.chunks.count_rows()) if tables else 0
         return tally.report(chunks=chunks, reason=reason, errors=notes)
+
+    def _settled(self, snapshot: Snapshot) -> int | None:
+        """:func:`~._sync.settled` while reads go through pylance (a store read only);
+        ``None`` when there is something to write, or the light read failed (the sync
+        then reads through lancedb, which reports the store's own error, if any)."""
+        if not self.store.light:
+            return None
+        try:
+            found: int | None = self.store.guard(
+                "sync", lambda: settled(self.store, snapshot, journal=self.journal)
+            )
+        except MemoryRouterError:
+            self.store.drop_light()
+            return None
+        return found
 
     def _maintain(self, tables: Tables | None, written: int, *, rebuilt: bool) -> tuple[str, ...]:
         """Indexes and optimize after a sync; a failure here is reported, never raised."""
@@ -137,6 +156,18 @@ class LanceBackend(Backend):
         return pointer
 
     def search(self, request: SearchRequest) -> BackendResult:
+        light = self.store.light
+        try:
+            return self._search_once(request)
+        except MemoryRouterError:
+            if not light:
+                raise
+        # A read through pylance failed (say a format it cannot read): lancedb answers,
+        # or reports the store's own error.
+        self.store.drop_light()
+        return self._search_once(request)
+
+    def _search_once(self, request: SearchRequest) -> BackendResult:
         pointer = self._pointer()
         if pointer is None:
             return BackendResult(hits=(), mode="hybrid", notes=("the store is not built yet",))
@@ -171,7 +202,7 @@ class LanceBackend(Backend):
         """The search's :class:`Ready`, loading what it lacks when ``load``; else
         ``None`` unless all of it is held (then it reads no index or data object)."""
         generation = pointer.generation
-        tables = self.store.tables(generation) if load else self.store.opened(generation)
+        tables = self.store.read_tables(generation) if load else self.store.opened(generation)
         if tables is None:
             return None
         scope = _search.scope(tables, request.sources, request.category)

@@ -6,7 +6,6 @@ turns them into :class:`BackendError` subclasses, once.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import os
 import random
@@ -188,6 +187,8 @@ def _cancel_at_exit() -> None:
 
 
 def _cancel_in_flight() -> None:
+    import asyncio  # only here: its import costs tens of ms of a one-shot command
+
     try:
         from lancedb.background_loop import LOOP
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from memory_router.kit import ScoredChunk, query_keywords
 
+from ._light import LightTable
 from ._store import Tables, in_list, quote
 
 MAX_TERMS = 64
@@ -115,6 +116,8 @@ def keyword_rows(
     terms = keywords(query)
     if not terms:
         return {}
+    if isinstance(table, LightTable):
+        return _light_keyword_rows(table, " ".join(terms), where, limit, known, columns)
     from lancedb import query as lance_query
 
     match_query: Any = lance_query.MatchQuery  # its stub marks every option as required
@@ -134,6 +137,29 @@ def keyword_rows(
     return _rows(records, lambda r: bm25(r["_score"]))
 
 
+def _light_keyword_rows(
+    table: LightTable,
+    terms: str,
+    where: str | None,
+    limit: int,
+    known: Known | None,
+    columns: Columns,
+) -> dict[str, Row]:
+    """:func:`keyword_rows` read through pylance (the same query, the same engine)."""
+    if known is not None:
+        found = table.fts(
+            terms, column="text", columns=["_score"], where=where, limit=limit, row_ids=True
+        )
+        ids, scores = found.column("_rowid").to_pylist(), found.column("_score").to_pylist()
+        rows = [known.row_at(i, bm25(s)) for i, s in zip(ids, scores, strict=True)]
+        if known.current(table) and all(r is not None for r in rows):
+            return {r.id: r for r in rows if r is not None}
+    found = table.fts(
+        terms, column="text", columns=_with(columns, "_score"), where=where, limit=limit
+    )
+    return _rows(found.to_pylist(), lambda r: bm25(r["_score"]))
+
+
 def bm25(score: float) -> float:
     """A raw BM25 score mapped into [0, 1) as ``s / (1 + s)``."""
     return float(score) / (1.0 + float(score))
@@ -150,6 +176,12 @@ def vector_rows(
 ) -> dict[str, Row]:
     """Nearest chunks by cosine similarity (score = 1 − cosine distance); with an ANN
     index, the :class:`Ann` knobs apply."""
+    if isinstance(table, LightTable):
+        knobs = ann.knobs(limit) if ann is not None else None
+        found = table.nearest(
+            list(vector), columns=_with(columns, "_distance"), where=where, limit=limit, ann=knobs
+        )
+        return _rows(found.to_pylist(), lambda r: 1.0 - r["_distance"])
     builder = table.search(list(vector), vector_column_name="vector").distance_type("cosine")
     if ann is not None:
         builder = ann.apply(builder, limit)
@@ -169,7 +201,13 @@ class Ann:
     refine_factor: int
     ef: int
 
-    def apply(self, builder: Any, limit: int) -> Any:
+    def knobs(self, limit: int) -> dict[str, int]:
         # LanceDB refuses an ef below the candidates it must return (limit × refine).
         ef = max(self.ef, limit * self.refine_factor)
-        return builder.nprobes(self.nprobes).refine_factor(self.refine_factor).ef(ef)
+        return {"nprobes": self.nprobes, "refine_factor": self.refine_factor, "ef": ef}
+
+    def apply(self, builder: Any, limit: int) -> Any:
+        knobs = self.knobs(limit)
+        return (
+            builder.nprobes(knobs["nprobes"]).refine_factor(knobs["refine_factor"]).ef(knobs["ef"])
+        )

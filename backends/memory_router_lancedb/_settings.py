@@ -45,6 +45,7 @@ class LanceSettings:
     vector_search: Literal["auto", "memory", "lance"] = "auto"
     memory_budget_mb: int = 512
     keep_generations: int = 2
+    reader: Literal["auto", "lancedb"] = "auto"
 
     def __post_init__(self) -> None:
         if self.read_consistency_interval_s < 0:

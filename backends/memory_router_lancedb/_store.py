@@ -27,7 +27,7 @@ from typing import Any
 from memory_router import BackendUnavailable, MemoryRouterError
 from memory_router.kit import wait_future
 
-from . import _schema
+from . import _light, _schema
 from ._lance import lancedb, on_thread, translate, unreachable, with_retries, within
 from ._settings import LanceSettings, is_remote
 
@@ -82,6 +82,9 @@ class LanceStore:
         # :meth:`_watched` gave up on while it may still be running.
         self._writer: int | None = None
         self._abandoned: Future[Any] | None = None
+        # Reads through pylance until lancedb is needed (see :mod:`._light`).
+        self._light_ok = settings.reader == "auto" and "://" not in uri and _light.available()
+        self._light: dict[str, Any] = {}  # table name → LightTable
 
     def guard(self, doing: str, action: Callable[[], Any], *, long: bool = False) -> Any:
         """Run ``action``, translating any third-party error (see :mod:`._lance`).
@@ -137,6 +140,7 @@ class LanceStore:
         earlier write is still running after that wait.
         """
         self._check_down()
+        self.drop_light()  # a writer reads what it writes through lancedb
         with self.write_lock:
             self._await_abandoned(doing)
             self._writer = threading.get_ident()
@@ -199,8 +203,35 @@ class LanceStore:
 
     # -- connection and meta ----------------------------------------------------------------
 
+    @property
+    def light(self) -> bool:
+        """Whether reads go through pylance (:mod:`._light`): ``reader = "auto"``, a local
+        folder, pylance installed, and no lancedb connection or write in this process."""
+        return self._light_ok and self._db is None
+
+    def drop_light(self) -> None:
+        """Read through lancedb from now on (its first use, a write, or a failed light read)."""
+        with self._lock:
+            self._light_ok = False
+            self._light.clear()
+
+    def _light_table(self, name: str) -> Any:
+        """The table ``name`` read through pylance (opened once; ``FileNotFoundError``
+        when it does not exist, as lancedb's ``open_table`` raises ``ValueError``)."""
+        with self._lock:
+            table = self._light.get(name)
+            if table is None:
+                path = Path(self.uri) / f"{name}.lance"
+                if not path.is_dir():
+                    raise FileNotFoundError(f"table {name} was not found at {self.shown_uri}")
+                interval = self.settings.read_consistency_interval_s
+                table = self._light[name] = _light.LightTable(str(path), interval)
+            return table
+
     def db(self) -> Any:
         with self._lock:
+            self._light_ok = False
+            self._light.clear()
             if self._db is None:
                 interval = timedelta(seconds=self.settings.read_consistency_interval_s)
                 module = lancedb()
@@ -228,6 +259,11 @@ class LanceStore:
             return db.open_table(name)
 
     def meta(self, *, create: bool) -> Any:
+        if not create and self.light:
+            try:
+                return self._light_table("meta")
+            except FileNotFoundError:
+                return None
         with self._lock:
             if self._meta is None:
                 if not create and not self._exists("meta"):
@@ -299,8 +335,21 @@ class LanceStore:
         return pointer
 
     def opened(self, generation: str) -> Tables | None:
-        """The generation's tables if this process has them open (no call, no lock)."""
+        """The generation's tables to read if this process has them open (no call, no
+        lock): :meth:`read_tables`'s."""
+        if self.light:
+            light = self._light
+            found = [light.get(f"{kind}_{generation}") for kind in KINDS]
+            return Tables(generation, *found) if all(found) else None
         return self._tables.get(generation)
+
+    def read_tables(self, generation: str) -> Tables:
+        """The generation's tables to read: through pylance while :attr:`light`, else
+        :meth:`tables`. Writes always go through :meth:`tables`."""
+        if self.light:
+            opened = [self._light_table(f"{kind}_{generation}") for kind in KINDS]
+            return Tables(generation, *opened)
+        return self.tables(generation)
 
     def tables(self, generation: str) -> Tables:
         with self._lock:
@@ -390,6 +439,7 @@ class LanceStore:
 
     def close(self) -> None:
         with self._lock:
+            self._light.clear()
             self._tables.clear()
             self._meta = None
             self._db = None

@@ -16,7 +16,7 @@ from typing import Any
 from memory_router import Progress
 from memory_router.kit import Chunk, Document, Embedder, Snapshot, SyncTally, rebuild_reason
 
-from . import _schema
+from . import _housekeeping, _schema
 from ._lance import with_retries
 from ._store import LanceStore, Tables, in_list, quote, upsert
 
@@ -56,13 +56,17 @@ class Indexer:
         data = self.tables.files.to_arrow().select(["path", "hash"]).to_pydict()
         return dict(zip(data["path"], data["hash"], strict=True))
 
-    def run(self, snapshot: Snapshot, counts: SyncTally, progress: Progress) -> None:
-        stored = self.stored_files()
-        changed = [
+    def changed(self, snapshot: Snapshot, stored: dict[str, str]) -> list[Document]:
+        """The documents whose chunks are to be written (new, edited, or a journal behind)."""
+        return [
             d
             for d in snapshot.documents
             if stored.get(d.path) != d.hash or self._journal_behind(snapshot, d)
         ]
+
+    def run(self, snapshot: Snapshot, counts: SyncTally, progress: Progress) -> None:
+        stored = self.stored_files()
+        changed = self.changed(snapshot, stored)
         counts.unchanged = len(snapshot.documents) - len(changed)
         changed = self._adopt(snapshot, changed, stored, counts)
         progress(done=0, total=len(changed), label="indexing")
@@ -313,6 +317,25 @@ def sync_generation(
     counts.removed = len(old - {d.path for d in snapshot.documents})
     store.prune(fresh.generation)
     return reason, indexer.chunks_written
+
+
+def settled(store: LanceStore, snapshot: Snapshot, *, journal: str) -> int | None:
+    """The live generation's chunk count when a sync of ``snapshot`` would write nothing
+    (same fingerprint and files, every FTS index built); else ``None``. Only reads, through
+    :meth:`LanceStore.read_tables`: a one-shot search's sync then needs no lancedb."""
+    pointer = store.pointer(fresh=True)
+    wanted = wanted_fingerprint(snapshot)
+    if pointer is None or rebuild_reason(pointer.fingerprint, wanted, force=False) is not None:
+        return None
+    tables = store.read_tables(pointer.generation)
+    indexer = Indexer(store, tables, None, journal=journal)
+    stored = indexer.stored_files()
+    if set(stored) != {d.path for d in snapshot.documents} or indexer.changed(snapshot, stored):
+        return None
+    for table in (tables.chunks, tables.entries):  # what after_sync would build
+        if not _housekeeping.has_fts(table) and table.count_rows() > 0:
+            return None
+    return int(tables.chunks.count_rows())
 
 
 def _live_tables(store: LanceStore, generation: str) -> Tables | None:

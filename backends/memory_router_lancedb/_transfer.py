@@ -14,6 +14,7 @@ from memory_router import Category, Entry
 from memory_router.kit import Chunk
 
 from . import _schema
+from ._light import LightTable
 from ._store import LanceStore, Tables, in_list
 from ._sync import entry_row
 
@@ -36,6 +37,9 @@ def _entry(row: Mapping[str, Any]) -> Entry:
 def entries_by_chunk(table: Any, chunk_ids: list[str]) -> dict[str, Entry]:
     """The entries of these chunks, keyed by chunk id."""
     columns = ["id", "chunk_id", "text", "importance", "category", "created_at"]
+    if isinstance(table, LightTable):
+        found = table.scan(columns, where=in_list("chunk_id", chunk_ids), limit=len(chunk_ids) * 2)
+        return {r["chunk_id"]: _entry(r) for r in found.to_pylist()}
     rows = (
         table.search()
         .where(in_list("chunk_id", chunk_ids))

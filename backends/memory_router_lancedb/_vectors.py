@@ -26,6 +26,7 @@ import numpy as np
 
 from memory_router.kit import NearestVectors, vectors_footprint
 
+from ._light import LightTable
 from ._search import COLUMNS, Row
 
 _READ = [*COLUMNS, "vector"]
@@ -68,8 +69,7 @@ def _loaded(key: tuple[str, int], data: Any, dims: int) -> Loaded:
 def _refreshed(old: Loaded, table: Any, key: tuple[str, int], count: int) -> Loaded | None:
     """``old`` brought to the table's version by reading only new rows; ``None`` when
     most rows are new (reading everything is then as cheap)."""
-    listing = table.search().select(["start_line"]).with_row_id(True).limit(max(count, 1))
-    live = np.asarray(listing.to_arrow().column("_rowid").to_pylist(), dtype=np.uint64)
+    live = np.asarray(_row_ids(table, count), dtype=np.uint64)
     kept = np.isin(live, old.row_ids)
     fresh = live[~kept]
     if len(fresh) * 2 > len(live):
@@ -78,8 +78,7 @@ def _refreshed(old: Loaded, table: Any, key: tuple[str, int], count: int) -> Loa
     dims = old.nearest.dims
     new = None
     if len(fresh):
-        taken = table.take_row_ids([int(r) for r in fresh]).with_row_id().select(_READ)
-        new = _loaded(key, taken.to_arrow(), dims)
+        new = _loaded(key, _take(table, [int(r) for r in fresh]), dims)
     rows = [old.rows[k] for k in keep] + (new.rows if new else [])
     row_ids = np.concatenate([old.row_ids[keep], *([new.row_ids] if new else [])])
     return Loaded(
@@ -92,6 +91,30 @@ def _refreshed(old: Loaded, table: Any, key: tuple[str, int], count: int) -> Loa
         ),
         {int(r): i for i, r in enumerate(row_ids)},
     )
+
+
+def _read_all(table: Any, count: int) -> Any:
+    """Every row's :data:`_READ` columns and row id, as Arrow."""
+    if isinstance(table, LightTable):
+        return table.scan(_READ, row_ids=True)
+    return table.search().select(_READ).with_row_id(True).limit(max(count, 1)).to_arrow()
+
+
+def _row_ids(table: Any, count: int) -> list[int]:
+    """Every live row's id."""
+    if isinstance(table, LightTable):
+        ids: list[int] = table.scan([], row_ids=True).column("_rowid").to_pylist()
+        return ids
+    listing = table.search().select(["start_line"]).with_row_id(True).limit(max(count, 1))
+    found: list[int] = listing.to_arrow().column("_rowid").to_pylist()
+    return found
+
+
+def _take(table: Any, row_ids: list[int]) -> Any:
+    """The rows ``row_ids`` (:data:`_READ` and row id), as Arrow."""
+    if isinstance(table, LightTable):
+        return table.take(row_ids, _READ)
+    return table.take_row_ids(row_ids).with_row_id().select(_READ).to_arrow()
 
 
 def fits(count: int, dims: int, budget_bytes: int) -> bool:
@@ -138,8 +161,7 @@ class VectorCache:
             if old is not None and old.key[0] == generation and old.nearest.dims == dims:
                 found = _refreshed(old, table, key, count)
             if found is None:
-                scan = table.search().select(_READ).with_row_id(True).limit(max(count, 1))
-                found = _loaded(key, scan.to_arrow(), dims)
+                found = _loaded(key, _read_all(table, count), dims)
             if int(table.version) != version:  # read across two versions: not kept
                 return None
             self._loaded = found

@@ -1,7 +1,9 @@
 """The QMD backend: QMD (``@tobilu/qmd``) driven as a supervised sidecar.
 
-Queries go to a warm ``qmd mcp`` child (or, with ``use_mcp = false``, one-shot
-``qmd query`` calls); ``update`` and ``embed`` are one-shot calls run by the update cycle.
+QMD indexes a mirror of the router's chunks (:mod:`._mirror`, ``documents = "chunks"``)
+or the memory files themselves (``"files"``). Queries go to a warm ``qmd mcp`` child
+(or, with ``use_mcp = false``, one-shot ``qmd query`` calls); ``update`` and ``embed``
+are one-shot calls run by the update cycle.
 Each agent has its own QMD state under the backend's state directory. See
 :mod:`._results` for how hits and scores are mapped and :mod:`._models` for modes.
 """
@@ -35,12 +37,14 @@ from memory_router.kit import (
 )
 
 from . import _queries
-from ._cite import RUNS_PER_DOCUMENT, recite
+from ._cite import RUNS_PER_DOCUMENT, recite, whole
 from ._collections import Collection, declared_names, ensure_config, managed_collections
 from ._export import export_sessions, load_line_maps, purge_old_redaction
 from ._index import keyword_weights, read_stats
 from ._locate import locate
 from ._mcp import McpSidecar
+from ._mirror import COLLECTION as MIRROR
+from ._mirror import Manifest, MirrorReport, write_mirror
 from ._models import Preflight, with_offline_embed
 from ._process import QmdRunner
 from ._results import (
@@ -55,6 +59,10 @@ from ._results import (
 )
 from ._settings import MODES, QmdSettings
 from ._update import UpdateCycle, reported_counts
+
+CITE_WHOLE_CHUNKS = True
+"""With ``documents = "chunks"``, cite each hit's whole chunk (QMD ranked the chunk) rather
+than runs of lines of it."""
 
 
 class QmdBackend(Backend):
@@ -74,6 +82,9 @@ class QmdBackend(Backend):
             kill_grace_s=self.settings.kill_grace_s,
         )
         self.export_dir = context.state_dir / "sessions-export"
+        self.mirror_dir = context.state_dir / "chunks"
+        self.manifest = Manifest(self.mirror_dir)
+        self.chunked = self.settings.documents == "chunks"
         self.models, self.model_note = with_offline_embed(self.settings.models, context.state_dir)
         self.preflight = Preflight.check(self.models)
         self._collections: dict[str, Collection] = {}
@@ -117,8 +128,13 @@ class QmdBackend(Backend):
             self._collections = {c.name: c for c in collections if c.name in declared}
 
     def _wanted(self) -> tuple[list[Collection], dict[str, str]]:
-        """The collections and model paths the index YAML should declare."""
-        collections = managed_collections(self.context.config, self.export_dir)
+        """The collections and model paths the index YAML should declare: the chunk
+        mirror alone (``documents = "chunks"``), or the memory folders themselves."""
+        if self.chunked:
+            self.mirror_dir.mkdir(parents=True, exist_ok=True)
+            collections = [Collection(name=MIRROR, path=self.mirror_dir, pattern="**/*.md")]
+        else:
+            collections = managed_collections(self.context.config, self.export_dir)
         models = {
             role: str(Path(getattr(self.models, role)).expanduser())
             for role in ("embed", "generate", "rerank")
@@ -153,7 +169,8 @@ class QmdBackend(Backend):
             collections = {
                 n: c
                 for n, c in self._collections.items()
-                if request.sources is None or c.source in request.sources
+                # The mirror holds every source: its hits are filtered once mapped.
+                if request.sources is None or c.source in request.sources or self.chunked
             }
         items = _queries.searches(mode, request.query)
         if not collections or not items:
@@ -182,7 +199,10 @@ class QmdBackend(Backend):
             scoring="coverage" if keyed else SCORING.get(mode, "qmd"),
             side={"search": "text", "vsearch": "vector"}.get(mode),
             line_maps=self._line_maps,
+            manifest=self.manifest.entries() if self.chunked else None,
         )
+        if request.sources is not None:
+            hits = [h for h in hits if h.source in request.sources]
         return BackendResult(
             hits=tuple(hits[: request.candidates]),
             mode=mode,
@@ -199,6 +219,9 @@ class QmdBackend(Backend):
         cited = []
         for hit in raw:
             folder = collections[hit.collection].path if hit.collection in collections else None
+            if self.chunked and CITE_WHOLE_CHUNKS and folder is not None:
+                cited.append(whole(hit, folder, query, weights=weights))
+                continue
             cited += recite(
                 hit, folder, query, max_chars=max_chars, weights=weights, runs=RUNS_PER_DOCUMENT
             )
@@ -316,15 +339,17 @@ class QmdBackend(Backend):
     def sync(
         self, snapshot: Snapshot, *, force: bool = False, progress: Progress = no_progress
     ) -> SyncReport:
-        """Export transcripts, declare collections, ``update``, then ``embed`` when possible.
+        """Write the chunk mirror (``documents = "chunks"``) or export transcripts
+        (``"files"``), declare collections, ``update``, then ``embed`` when possible.
 
-        Counts are QMD's own (``Indexed: …`` lines), those of background cycles since the
-        last sync included (the start-up cycle may have built the index just before);
-        ``chunks`` is the number of documents QMD holds afterwards (QMD chunks only for
-        vectors, and those are its own).
+        With chunks, counts are source files whose chunks the mirror added, changed or
+        removed, and ``chunks`` the chunk files QMD holds. With files, counts are QMD's own
+        (``Indexed: …`` lines), those of background cycles since the last sync included
+        (the start-up cycle may have built the index just before), and ``chunks`` the
+        documents QMD holds (QMD chunks only for vectors, and those are its own).
 
-        QMD indexes the Markdown itself (its chunks and vectors are its own), so the
-        snapshot's fingerprint does not apply; ``force`` re-embeds everything.
+        QMD's vectors are its own, so the snapshot's fingerprint does not apply; ``force``
+        re-embeds everything.
 
         Without ``force``, a sync whose files the last update (of any process) indexed as
         they are, with nothing left to embed, starts no QMD process: a one-shot command's
@@ -335,19 +360,14 @@ class QmdBackend(Backend):
         if not force and self.cycle.indexed(files, embeds=self.preflight.usable("embed")):
             return self._already_indexed(snapshot, started)
         progress(done=0, total=2, label="qmd update")
-        if snapshot.config.sessions_enabled:
-            try:
-                export_sessions(snapshot, self.export_dir)
-            except OSError as error:
-                raise BackendError(
-                    f"cannot export session transcripts to {self.export_dir}: {error}",
-                    backend=self.name,
-                ) from error
-            self._line_maps = load_line_maps(self.export_dir)
+        mirrored = self._write_derived(snapshot)
         update, embed = self.cycle.run(force=True, embed_force=force, files=files)
         counts = reported_counts(update, self.cycle.take_changes())
+        if mirrored is not None:  # files, not QMD's chunk files
+            counts = mirrored.files
         if snapshot.config.sessions_enabled:
-            purge_old_redaction(snapshot, self.export_dir, self.cycle.cleanup)
+            derived = self.mirror_dir if self.chunked else self.export_dir
+            purge_old_redaction(snapshot, derived, self.cycle.cleanup)
         progress(done=2, total=2, label="qmd embed")
         errors = (embed.error,) if embed.status == "failed" and embed.error else ()
         indexed = sum(read_stats(self.runner.index_path).documents.values())
@@ -363,24 +383,48 @@ class QmdBackend(Backend):
             reason=f"embed {embed.status}",
             duration_ms=(time.perf_counter() - started) * 1000,
             errors=errors,
-            warnings=own_reading(snapshot),
+            warnings=() if self.chunked else own_reading(snapshot),
         )
+
+    def _write_derived(self, snapshot: Snapshot) -> MirrorReport | None:
+        """Write what QMD indexes besides the memory files: the chunk mirror (every
+        chunk, ``documents = "chunks"``: its report) or the transcript export
+        (``"files"``)."""
+        if self.chunked:
+            target, what = self.mirror_dir, "the chunk mirror"
+        elif snapshot.config.sessions_enabled:
+            target, what = self.export_dir, "session transcripts"
+        else:
+            return None
+        try:
+            if self.chunked:
+                return write_mirror(snapshot, target)
+            export_sessions(snapshot, target)
+        except OSError as error:
+            raise BackendError(
+                f"cannot write {what} to {target}: {error}", backend=self.name
+            ) from error
+        self._line_maps = load_line_maps(self.export_dir)
+        return None
 
     def _already_indexed(self, snapshot: Snapshot, started: float) -> SyncReport:
         """The report of a sync that found QMD's index up to date (see :meth:`sync`)."""
         changes = self.cycle.take_changes()  # what a start-up cycle changed, if anything
-        indexed = sum(read_stats(self.runner.index_path).documents.values())
+        indexed = files = sum(read_stats(self.runner.index_path).documents.values())
+        if self.chunked:  # QMD's counts are chunk files; the mirror was not rewritten
+            changes = {"added": 0, "updated": 0, "removed": 0}
+            files = self.manifest.sources()
         fresh = changes["added"] + changes["updated"]
         return SyncReport(
             backend=self.name,
             added=changes["added"],
             updated=changes["updated"],
             removed=changes["removed"],
-            unchanged=max(0, indexed - fresh),
+            unchanged=max(0, files - fresh),
             chunks=indexed,
             reason="already indexed: no file changed since the last qmd update",
             duration_ms=(time.perf_counter() - started) * 1000,
-            warnings=own_reading(snapshot),
+            warnings=() if self.chunked else own_reading(snapshot),
         )
 
     # -- status -------------------------------------------------------------------------
@@ -397,6 +441,7 @@ class QmdBackend(Backend):
             "index_path": str(self.runner.index_path),
             "config_path": str(self.runner.config_path),
             "configured_mode": self.settings.search_mode,
+            "documents": self.settings.documents,
             "effective_mode": mode,
             "mode_notes": list(notes),
             "models": {r: p or "ok" for r, p in self.preflight.problems.items()},
@@ -422,12 +467,13 @@ class QmdBackend(Backend):
                 f"QMD does not answer: run `{' '.join(self.command.argv)} --version` to see"
                 " why; searches go to the next backend of the chain meanwhile"
             )
-        files = sum(stats.documents.values())
+        documents = sum(stats.documents.values())
+        files = self.manifest.sources() if self.chunked else documents
         return BackendStatus(
             name=self.name,
             available=error is None,
             files=files,
-            chunks=files,
+            chunks=documents,
             error=error,
             details=details,
         )

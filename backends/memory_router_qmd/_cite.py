@@ -72,6 +72,31 @@ def recite(
     ]
 
 
+def whole(
+    hit: RawHit,
+    folder: Path,
+    query: str,
+    *,
+    weights: Mapping[str, float] | None = None,
+) -> RawHit:
+    """``hit`` citing every line of its document (a chunk mirror file: the chunk is the
+    unit QMD ranked, as the built-in backends cite theirs), with ``coverage`` set; QMD's
+    own lines when the file cannot be read."""
+    text = _read_inside(folder, hit.relpath)
+    if text is None:
+        return dataclasses.replace(hit, coverage=keyword_coverage(query, hit.snippet, weights))
+    lines = text.rstrip("\n").split("\n")
+    start, end = _trim(lines, 0, len(lines))
+    window = "\n".join(lines[start:end])
+    return dataclasses.replace(
+        hit,
+        start_line=start + 1,
+        end_line=max(start + 1, end),
+        snippet=window,
+        coverage=keyword_coverage(query, window, weights),
+    )
+
+
 def _trim(lines: list[str], start: int, end: int) -> tuple[int, int]:
     """``start``/``end`` without the blank lines at either edge (at least one line)."""
     while end - start > 1 and not lines[end - 1].strip():

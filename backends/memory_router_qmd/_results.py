@@ -35,6 +35,8 @@ from memory_router import BackendError, Hit
 
 from ._collections import Collection, workspace_path
 from ._export import HEADER_LINES
+from ._mirror import COLLECTION as MIRROR
+from ._mirror import MirrorEntry
 
 Scoring = Literal["coverage", "rank", "qmd"]
 SCORING: dict[str, Scoring] = {"search": "coverage", "vsearch": "qmd", "query": "qmd"}
@@ -173,6 +175,7 @@ def to_hits(
     scoring: Scoring,
     side: str | None = None,
     line_maps: Mapping[str, Sequence[int]] | None = None,
+    manifest: Mapping[str, MirrorEntry] | None = None,
 ) -> list[Hit]:
     """Map raw hits to workspace hits, best first; unknown collections are dropped.
 
@@ -181,33 +184,55 @@ def to_hits(
 
     ``side`` (``"text"`` or ``"vector"``) also fills that half of the hybrid score, so
     the router's keyword relaxation recognises keyword hits. ``line_maps`` maps a
-    session export's lines to its transcript's JSONL lines.
+    session export's lines to its transcript's JSONL lines; ``manifest`` maps a chunk
+    mirror file (:mod:`._mirror`) to its source file and lines — a mirror file it does
+    not name is dropped.
     """
     hits = []
     rank, document = 0, ("", "")
     for item in _known(raw, collections):
         if (item.collection, item.relpath) != document:  # a document's runs share its rank
             rank, document = rank + 1, (item.collection, item.relpath)
-        collection = collections[item.collection]
-        start, end = item.start_line, item.end_line
-        if collection.source == "sessions":
-            line_map = (line_maps or {}).get(item.relpath, [])
-            start, end = _transcript_line(start, line_map), _transcript_line(end, line_map)
+        place = _place(item, collections[item.collection], workspace, line_maps, manifest)
+        if place is None:
+            continue
+        path, source, start, end = place
         score = hit_score(item, rank, scoring)
         hits.append(
             Hit(
-                path=workspace_path(collection, item.relpath, workspace),
+                path=path,
                 start_line=start,
                 end_line=max(start, end),
                 score=score,
                 snippet=item.snippet,
-                source=collection.source,  # type: ignore[arg-type]
+                source=source,  # type: ignore[arg-type]
                 backend=backend,
                 text_score=score if side == "text" else None,
                 vector_score=score if side == "vector" else None,
             )
         )
     return sorted(hits, key=lambda h: -h.score) if scoring == "coverage" else hits
+
+
+def _place(
+    item: RawHit,
+    collection: Collection,
+    workspace: Path,
+    line_maps: Mapping[str, Sequence[int]] | None,
+    manifest: Mapping[str, MirrorEntry] | None,
+) -> tuple[str, str, int, int] | None:
+    """The hit's workspace path, source and source lines; ``None``: a mirror file the
+    manifest does not name (written by an interrupted sync, or already replaced)."""
+    start, end = item.start_line, item.end_line
+    if collection.name == MIRROR and manifest is not None:
+        entry = manifest.get(item.relpath)
+        if entry is None:
+            return None
+        return entry.path, entry.source, entry.source_line(start), entry.source_line(end)
+    if collection.source == "sessions":
+        line_map = (line_maps or {}).get(item.relpath, [])
+        start, end = _transcript_line(start, line_map), _transcript_line(end, line_map)
+    return workspace_path(collection, item.relpath, workspace), collection.source, start, end
 
 
 def _transcript_line(line: int, line_map: Sequence[int]) -> int:

@@ -9,6 +9,8 @@ from typing import Literal
 
 Mode = Literal["search", "vsearch", "query"]
 MODES: tuple[Mode, ...] = ("search", "vsearch", "query")
+Documents = Literal["chunks", "files"]
+DOCUMENTS: tuple[Documents, ...] = ("chunks", "files")
 _INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
@@ -41,7 +43,10 @@ class QmdSettings:
 
     ``command`` is a path to QMD's ``qmd.js`` (run with ``node``) or to an executable
     ``qmd``; empty means: the project prefix (``scripts/install-qmd.sh``), then ``PATH``.
-    ``index`` is QMD's ``--index`` name. ``kill_grace_s`` is how long a timed-out child
+    ``index`` is QMD's ``--index`` name. ``documents`` is what QMD indexes: ``"chunks"``
+    (the router's own chunks, one file each, in one collection: :mod:`._mirror`) or
+    ``"files"`` (the memory files themselves, one collection per folder, chunked by QMD).
+    ``kill_grace_s`` is how long a timed-out child
     gets between SIGTERM and SIGKILL.
     """
 
@@ -49,6 +54,7 @@ class QmdSettings:
     node: str = ""
     index: str = "memrouter"
     search_mode: Mode = "search"
+    documents: Documents = "chunks"
     use_mcp: bool = True
     update_interval_s: float = 300.0
     update_on_boot: bool = True
@@ -65,6 +71,8 @@ class QmdSettings:
     def __post_init__(self) -> None:
         if not _INDEX_NAME.fullmatch(self.index):
             raise ValueError("index must be letters, digits, '-' and '_' (it names QMD's files)")
+        if self.documents not in DOCUMENTS:
+            raise ValueError('documents must be "chunks" or "files"')
         for name in (
             "search_timeout_s",
             "vsearch_timeout_s",

@@ -242,7 +242,7 @@ def add_routes(server: Any, service: Service, *, limit: int) -> None:
 
     async def search(request: Request) -> Any:
         options = await body(request, SEARCH_FIELDS)
-        response = await run_in_threadpool(lambda: service.search(**options))
+        response = await service.search_async(**options)
         return response.to_dict()
 
     async def get(request: Request) -> Any:

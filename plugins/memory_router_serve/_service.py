@@ -12,6 +12,8 @@ reports the sidecar not ready (``degraded``) until its first sync has finished.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
 import os
 import threading
@@ -53,6 +55,9 @@ class Service:
         self._sidecar: str | None = None
         limit = router.config.serve.max_concurrent_searches or os.cpu_count() or 1
         self._slots = threading.BoundedSemaphore(limit)
+        # As many threads as slots: HTTP searches past the limit queue here, not on the
+        # semaphore, where each woke and slept again at every release (CPU on a busy server).
+        self._searchers = concurrent.futures.ThreadPoolExecutor(limit, "serve-search")
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -163,6 +168,7 @@ class Service:
             self._watcher.stop()
         if self._monitor is not None:
             self._monitor.join(timeout=2)
+        self._searchers.shutdown(wait=False, cancel_futures=True)
         self.router.close()
 
     # -- operations (counted) -----------------------------------------------------------
@@ -174,8 +180,17 @@ class Service:
         deadline they would time out and open the circuit breaker for a backend that is
         merely busy. Extra requests wait here instead (up to the router's timeout).
         """
-        started = time.perf_counter()
-        if not self._slots.acquire(timeout=self.router.config.router.timeout_s):
+        return self._search(query, time.perf_counter(), options)
+
+    async def search_async(self, query: str, **options: Any) -> SearchResponse:
+        """:meth:`search` on one of the service's search threads, for the event loop; the
+        wait for a thread counts in the same timeout as the wait for a slot."""
+        job = self._searchers.submit(self._search, query, time.perf_counter(), options)
+        return await asyncio.wrap_future(job)
+
+    def _search(self, query: str, started: float, options: dict[str, Any]) -> SearchResponse:
+        left = self.router.config.router.timeout_s - (time.perf_counter() - started)
+        if left <= 0 or not self._slots.acquire(timeout=left):
             self.metrics.query(None, time.perf_counter() - started, ok=False)
             raise BackendTimeout(
                 "the server is busy: no search slot within the timeout",

@@ -33,7 +33,14 @@ def clean(value: Any) -> Any:
 
 def dumps(value: Any) -> bytes:
     """Compact UTF-8 JSON of ``value``, whatever strings it holds."""
-    return json.dumps(clean(value), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    try:  # almost always: walking every string first to look for lone surrogates cost more
+        return _compact(value).encode("utf-8")
+    except UnicodeEncodeError:
+        return _compact(clean(value)).encode("utf-8")
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def one_line(error: MemoryRouterError) -> str:

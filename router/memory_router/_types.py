@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,7 +22,18 @@ Category = Literal["preference", "fact", "decision", "entity", "other"]
 CATEGORIES: tuple[Category, ...] = ("preference", "fact", "decision", "entity", "other")
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+@functools.cache
+def _names(cls: type) -> tuple[tuple[str, str], ...]:
+    """``(attribute, key)`` per field of dataclass ``cls``: the key drops a trailing ``_``."""
+    return tuple((f.name, f.name.rstrip("_")) for f in dataclasses.fields(cls))
+
+
 def _plain(value: Any) -> Any:
+    if type(value) in _SCALARS:  # most leaves: checked first, a JSON answer has hundreds
+        return value
     if isinstance(value, _ToDict):  # a value may shape its own JSON (EmbeddingStatus)
         return value.to_dict()
     if isinstance(value, datetime):
@@ -29,9 +41,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name.rstrip("_"): _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
-        }
+        return {key: _plain(getattr(value, name)) for name, key in _names(type(value))}
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -44,10 +54,8 @@ class _ToDict:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (datetimes as ISO 8601; a trailing ``_`` dropped from names)."""
-        return {
-            f.name.rstrip("_"): _plain(getattr(self, f.name))
-            for f in dataclasses.fields(self)  # type: ignore[arg-type]
-        }
+        cls: type = type(self)
+        return {key: _plain(getattr(self, name)) for name, key in _names(cls)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

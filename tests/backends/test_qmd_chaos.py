@@ -50,6 +50,7 @@ def chain_router(tmp_path: Path, workspace: Path, fake: Path, **qmd: Any) -> Rou
         "kill_grace_s": 0.1,
         "update_on_boot": False,
         "update_interval_s": 0,
+        "documents": "files",  # the fake answers with files-mode collections
         **qmd,
     }
     config = load_config(

@@ -55,13 +55,23 @@ def test_no_secret_is_found_by_search_or_on_disk_qmd(tmp_path: Path, config: Pat
     assert {kind: paths for kind, paths in on_disk.items() if paths} == {}
 
 
-def test_an_export_from_an_older_redaction_is_purged(tmp_path: Path, config: Path) -> None:
+@pytest.mark.parametrize("documents", ["files", "chunks"])
+def test_an_export_from_an_older_redaction_is_purged(
+    tmp_path: Path, config: Path, documents: str
+) -> None:
+    """What an older redaction wrote (a session export, or a chunk mirror file) is gone
+    from QMD's index and the disk after the next sync."""
+    config.write_text(config.read_text() + f'documents = "{documents}"\n')
     case = SECRET_CASES[0]
     with Router.from_config(config) as router:
         backend = router.backend("qmd")
-        backend.export_dir.mkdir(parents=True)  # type: ignore[attr-defined]
+        if documents == "files":
+            old_file = backend.export_dir / "a.jsonl.md"  # type: ignore[attr-defined]
+        else:
+            old_file = backend.mirror_dir / "0123456789abcdef0123" / "a.md"  # type: ignore[attr-defined]
+        old_file.parent.mkdir(parents=True)
         old = f"# Session a.jsonl\n\nUser: {case.messages[0]}\n"
-        (backend.export_dir / "a.jsonl.md").write_text(old)  # type: ignore[attr-defined]
+        old_file.write_text(old)
         backend.cycle.run(force=True)  # type: ignore[attr-defined]
         assert holding(tmp_path / "state" / "agents", case.secret)  # QMD indexed it
         assert not router.sync()[0].errors

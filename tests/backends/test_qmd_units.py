@@ -7,6 +7,7 @@ import os
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -273,3 +274,62 @@ def test_index_stats_read_paths_with_uri_characters(tmp_path: Path, folder: str)
     stats = read_stats(path)
     assert stats.error is None
     assert stats.documents == {"memory-dir-main": 2}
+
+
+def test_the_chunk_mirror_maps_every_line_back_and_names_files_qmd_indexes(
+    tmp_path: Path, write_workspace: Any
+) -> None:
+    from memory_router_qmd._mirror import MANIFEST, load_manifest, write_mirror
+
+    workspace = write_workspace(
+        {
+            ".hidden.md": "# Dot\n\nA dotted note.\n",
+            "memory/a.md": "x\n",
+            "memory/pets.md": "# Pets\n\n- Dana adopted Biscuit.\n- Tom has a cat.\n",
+        }
+    )
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    records = [
+        {"type": "message", "message": {"role": role, "content": f"turn {n}"}}
+        for n, role in enumerate(["user", "assistant"] * 3)
+    ]
+    lines = [json.dumps({"type": "session", "id": "s"})]
+    lines += [json.dumps(r) for r in records]
+    (sessions / "chat.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config = load_config(
+        None,
+        environ={},
+        overrides={
+            "workspace": str(workspace),
+            "state_dir": str(tmp_path / "state"),
+            "sources": ["memory", "sessions"],
+            "sessions_dir": str(sessions),
+        },
+    )
+    router = Router(config)
+    try:
+        snapshot = router.snapshot()
+    finally:
+        router.close()
+    folder = tmp_path / "mirror"
+    report = write_mirror(snapshot, folder)
+    manifest = load_manifest(folder / MANIFEST)
+    assert report.files["added"] == len({e.path for e in manifest.values()}) >= 2
+    for name, entry in manifest.items():
+        assert not any(part.startswith(".") for part in name.split("/"))
+        text = (folder / name).read_text(encoding="utf-8").rstrip("\n").split("\n")
+        if entry.path == "sessions/chat.jsonl":
+            # each mirror line maps to the JSONL line of its message
+            assert [entry.source_line(k) for k in range(1, len(text) + 1)] == list(range(2, 8))
+            assert entry.source == "sessions"
+        else:
+            source = (workspace / entry.path).read_text(encoding="utf-8").split("\n")
+            assert text[entry.lead :] == source[entry.start - 1 : entry.end]
+            assert entry.source_line(1) == entry.start  # a context line stands for it
+            assert entry.source_line(len(text)) == entry.end
+    # each bullet is a chunk led by its headings: "# Pets" then the bullet's own line
+    bullets = [e for e in manifest.values() if e.path == "memory/pets.md" and e.lead]
+    assert sorted((e.start, e.end, e.lead) for e in bullets) == [(3, 3, 1), (4, 4, 1)]
+    again = write_mirror(snapshot, folder)
+    assert (again.written, again.removed, again.files["unchanged"]) == (0, 0, report.files["added"])

@@ -7,10 +7,12 @@ is down and shutdown each start their own.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -216,6 +218,51 @@ def test_cli_search_uses_the_running_server(server: Server) -> None:
     assert metric() == before + 1  # --local did not ask it
 
 
+# Runs the CLI, then says whether the process loaded lancedb or pylance.
+IMPORTS = (
+    "import atexit, runpy, sys\n"
+    "atexit.register(lambda: print('IMPORTED', 'lancedb' in sys.modules, 'lance' in sys.modules,"
+    " file=sys.stderr))\n"
+    "sys.argv = ['memory-router', *sys.argv[1:]]\n"
+    "runpy.run_module('memory_router', run_name='__main__')\n"
+)
+
+
+@pytest.mark.slow
+def test_cli_search_on_a_lancedb_chain_uses_the_running_server(tmp_path: Path) -> None:
+    pytest.importorskip("lancedb", reason="the lancedb extra is not installed")
+    config = make_config(tmp_path, {"router": {"chain": ["lancedb"]}})
+    with running_server(config) as server:
+
+        def metric() -> int:
+            text = httpx.get(server.url + "/metrics").text
+            found = re.search(r'queries_total\{backend="lancedb",outcome="ok"\} (\d+)', text)
+            return int(found[1]) if found else 0
+
+        before = metric()
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                IMPORTS,
+                "--config",
+                str(config),
+                "search",
+                "green tea",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["results"][0]["path"] == "MEMORY.md"
+        assert json.loads(result.stdout)["backend"] == "lancedb"
+        assert metric() == before + 1  # answered by the server
+        assert "IMPORTED False False" in result.stderr  # this process opened no table
+
+
 @pytest.mark.slow
 def test_token_required_off_loopback(tmp_path: Path) -> None:
     config = make_config(tmp_path, {"serve": {"token": {"env": "MR_TEST_TOKEN"}}})
@@ -346,3 +393,27 @@ def test_context_and_capture_routes(server: Server) -> None:
     missing = post(server, "/capture", {"messages": ["I prefer tea"], "conversationId": ""})
     assert missing.status_code == 400
     assert "conversation_id" in missing.json()["error"]
+
+
+def test_http_searches_queue_for_a_search_thread_within_the_timeout(tmp_path: Path) -> None:
+    """``search_async`` runs on the service's search threads; a search that waited for one
+    longer than ``router.timeout_s`` is refused as busy (a 503), never run late."""
+    from memory_router import BackendTimeout, Router
+    from memory_router_serve._service import Service
+
+    config = make_config(tmp_path, {"router": {"timeout_s": 5}})
+    with Router.from_config(config) as router:
+        router.sync()
+        service = Service(router, watch=False)
+        try:
+            answer = asyncio.run(service.search_async("green tea", max_results=2))
+            assert answer.results
+            assert answer.backend == "sqlite"
+            waited = time.perf_counter() - 6  # queued 6 s ago, past the 5 s timeout
+            with pytest.raises(BackendTimeout, match="the server is busy"):
+                service._search("green tea", waited, {})
+            counted = service.metrics.render({})
+            assert 'memory_router_queries_total{backend="none",outcome="error"} 1' in counted
+            assert 'memory_router_queries_total{backend="sqlite",outcome="ok"} 1' in counted
+        finally:
+            service.close()

@@ -47,9 +47,14 @@ def set_chaos(fake: Path, *, seed: int, rate: float, faults: list[str], **more: 
 
 
 def make_backend(tmp_path: Path, workspace: Path, **settings: Any) -> QmdBackend:
-    """A QMD backend over ``workspace`` with its state under ``tmp_path/state``."""
+    """A QMD backend over ``workspace`` with its state under ``tmp_path/state``.
+
+    ``documents`` defaults to ``"files"`` here: these tests drive QMD's update cycle over
+    the memory folders without a sync (the chunk mirror is written by a sync:
+    tests/backends/test_qmd_chunks.py)."""
     # Without a model given, QMD stays keyword-only (not the offline MiniLM): fast tests.
     models = {"offline": False, **(settings.pop("models", None) or {})}
+    settings.setdefault("documents", "files")
     config = load_config(
         None,
         environ={},
@@ -69,7 +74,9 @@ def make_backend(tmp_path: Path, workspace: Path, **settings: Any) -> QmdBackend
 
 
 def make_router(tmp_path: Path, workspace: Path, *, cooldown_s: float = 1.0, **qmd: Any) -> Router:
-    """A router with ``chain = ["qmd", "sqlite"]``, keyword-only, QMD set by ``qmd``."""
+    """A router with ``chain = ["qmd", "sqlite"]``, keyword-only, QMD set by ``qmd``
+    (``documents = "files"`` unless given: the fake QMD answers ``memory-root/MEMORY.md``)."""
+    qmd.setdefault("documents", "files")
     body = (
         "[router]\n"
         'chain = ["qmd", "sqlite"]\n'

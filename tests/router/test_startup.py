@@ -23,7 +23,7 @@ import pytest
 from memory_router.cli import build_cli, load_all
 from memory_router.cli._lazy import COMMANDS
 
-HEAVY = ("numpy", "httpx", "tenacity", "lancedb", "pyarrow", "mcp", "onnxruntime", "rich",
+HEAVY = ("numpy", "httpx", "tenacity", "lancedb", "lance", "pyarrow", "mcp", "onnxruntime", "rich",
          "watchdog", "sqlite_vec", "tokenizers", "memory_router_qmd._backend",
          "memory_router_sqlite._backend")  # fmt: skip
 

@@ -9,6 +9,7 @@ The server dies with the process that started it (Linux parent-death signal).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -18,6 +19,8 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +65,16 @@ def free_port() -> int:
         return port
 
 
+@contextlib.contextmanager
+def fork_to_exec() -> Iterator[None]:
+    """Around a ``Popen`` with ``preexec_fn``, a fork that only execs: pylance warns at every
+    fork of a process that imported it ("lance is not fork-safe"), meant for forks that go
+    on running Python; with ``filterwarnings = error`` it would fail the test."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="lance is not fork-safe", category=UserWarning)
+        yield
+
+
 def die_with_parent() -> None:  # runs in the child between fork and exec
     """Linux parent-death signal: the server ends with the test process that started it,
     even when that one is killed (no fixture teardown runs then)."""
@@ -98,13 +111,14 @@ def start_moto() -> S3Server:
     # The first four calls (user, key, policy, bucket) are unauthenticated; later ones
     # must be signed with the user's key.
     env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "4"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        preexec_fn=die_with_parent if sys.platform == "linux" else None,
-    )
+    with fork_to_exec():
+        process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,
+        )
     endpoint = f"http://127.0.0.1:{port}"
     try:
         _wait_for(port, process)

@@ -33,6 +33,7 @@ from s3_helpers.moto_server import (
     _check_conditional_put,
     _client,
     die_with_parent,
+    fork_to_exec,
 )
 
 GRPC_OFFSET = 10_000  # weed's gRPC port of a component is its HTTP port + 10000
@@ -95,15 +96,16 @@ def start_seaweedfs(timeout: float = 60.0) -> S3Server:
         "TMPDIR": str(workdir),  # weed's unix sockets, removed with the folder
     }
     log = (workdir / "weed.log").open("wb")
-    process = subprocess.Popen(
-        args,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        env=env,
-        cwd=workdir,
-        preexec_fn=die_with_parent if sys.platform == "linux" else None,
-    )
+    with fork_to_exec():
+        process = subprocess.Popen(
+            args,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=workdir,
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,
+        )
     log.close()
     endpoint = f"http://127.0.0.1:{ports['s3']}"
     server = S3Server(endpoint, key, secret, process, name="seaweedfs", workdir=str(workdir))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
+import stat
 from pathlib import Path
 
 from .._config.config import Config
@@ -23,30 +25,40 @@ def check_workspace(config: Config) -> Path:
     goes through it, and nothing ever creates a missing workspace.
     """
     path = config.workspace_path
-    where, fix = _workspace_origin(config)
-    if not path.exists():
+    try:  # one stat, and the hints written only when they are needed: a check per search
+        info = os.stat(path)
+    except OSError as error:
+        if error.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            raise _unreadable(config, path, error) from error
+        where, fix = _workspace_origin(config)
         raise ConfigError(
             f"the workspace {path} does not exist; nothing was indexed or removed",
             path=where,
             key="workspace",
             hint=f"create it (mkdir -p {shlex.quote(str(path))}), mount it, or {fix}",
-        )
-    if not path.is_dir():
+        ) from None
+    if not stat.S_ISDIR(info.st_mode):
+        where, fix = _workspace_origin(config)
         raise ConfigError(
             f"the workspace {path} is not a folder", path=where, key="workspace", hint=fix
         )
-    try:  # opening it is what proves it readable; one entry is enough (a check per search)
+    try:  # opening it is what proves it readable; one entry is enough
         with os.scandir(path) as entries:
             next(entries, None)
     except OSError as error:
-        raise ConfigError(
-            f"the workspace {path} cannot be read ({error.strerror or error});"
-            " nothing was indexed or removed",
-            path=where,
-            key="workspace",
-            hint=f"make it readable (chmod u+rx {shlex.quote(str(path))}) or {fix}",
-        ) from error
+        raise _unreadable(config, path, error) from error
     return path
+
+
+def _unreadable(config: Config, path: Path, error: OSError) -> ConfigError:
+    where, fix = _workspace_origin(config)
+    return ConfigError(
+        f"the workspace {path} cannot be read ({error.strerror or error});"
+        " nothing was indexed or removed",
+        path=where,
+        key="workspace",
+        hint=f"make it readable (chmod u+rx {shlex.quote(str(path))}) or {fix}",
+    )
 
 
 def _workspace_origin(config: Config) -> tuple[str | None, str]:
