@@ -136,10 +136,11 @@ def query_support(v_norm: Mapping[str, float], coverage: Mapping[str, float]) ->
     return min(1.0, max(max(coverage.values()), closest))
 
 
-def keyword_only_fusion(text: Mapping[str, float], coverage: Mapping[str, float]) -> list[Fused]:
+def keyword_only_fusion(text: Mapping[str, float], coverage: float) -> list[Fused]:
     """A keyword list alone (keyword-only search), ranked by its scores, on the scale of
     ``convex``: each score divided by the best, times a support factor for the query —
-    the largest share of its keywords one candidate holds (``coverage``), counted as
+    the largest share of its keywords one candidate holds (``coverage``,
+    :func:`~memory_router._search.snippets.best_keyword_coverage`), counted as
     :func:`minor_share` counts it with nothing to vouch for the meaning, times that share
     again (``S × minor_share(S, 0)``: 1 when a candidate holds every keyword, 4/9 for two
     of three, 1/8 for one of two).
@@ -148,8 +149,7 @@ def keyword_only_fusion(text: Mapping[str, float], coverage: Mapping[str, float]
     its reading-budget recall); it decides what the answer claims: a question the memory
     holds one word of scores under the default ``min_score`` everywhere.
     """
-    best = max(coverage.values(), default=1.0)
-    support = best * minor_share(best, 0.0)
+    support = coverage * minor_share(coverage, 0.0)
     return _combine({}, text, {}, max_scaled(text), 0.0, 1.0, support)
 
 

@@ -15,7 +15,7 @@ from .._config.config import HybridConfig
 from .._types import Explain, Hit, ScoredChunk
 from .calibration import vector_scale
 from .fusion import fuse, keyword_only_fusion
-from .snippets import keyword_coverage
+from .snippets import best_keyword_coverage, keyword_coverage
 
 
 def fuse_chunks(
@@ -85,7 +85,7 @@ def keyword_chunks(keyword: Mapping[str, ScoredChunk], *, query: str, backend: s
         f.id: f
         for f in keyword_only_fusion(
             {k: r.score for k, r in keyword.items()},
-            {k: keyword_coverage(query, r.text) for k, r in keyword.items()},
+            best_keyword_coverage(query, (r.text for r in keyword.values())),
         )
     }
     # Best first; ties keep the leg's order (the backend's: BM25, then rowid), not the

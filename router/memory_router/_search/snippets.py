@@ -121,6 +121,23 @@ def keyword_coverage(query: str, text: str, weights: Mapping[str, float] | None 
     return sum(w for s, w in stems.items() if _contains(lowered, s)) / total
 
 
+def best_keyword_coverage(query: str, texts: Iterable[str]) -> float:
+    """The largest :func:`keyword_coverage` of ``query`` over ``texts`` (1 when the query
+    has no keywords or there are no texts). Stops at the first text holding every keyword:
+    given in rank order, that is usually the first."""
+    stems = _stems(query)
+    if not stems:
+        return 1.0
+    best: float | None = None
+    for text in texts:
+        lowered = text.lower()
+        share = sum(1 for s in stems if _contains(lowered, s)) / len(stems)
+        best = share if best is None else max(best, share)
+        if best >= 1.0:
+            break
+    return 1.0 if best is None else best
+
+
 def term_weights(terms: list[frozenset[str]]) -> dict[str, float]:
     """Each term's weight inside one chunk: ``log(1 + lines / lines holding it)``.
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from memory_router._search.snippets import window
+from collections.abc import Iterator
+
+from memory_router._search.snippets import best_keyword_coverage, window
 from memory_router.kit import best_lines, best_runs, keyword_coverage
 
 LINES = [
@@ -67,3 +69,17 @@ def test_a_keyword_is_found_at_the_start_of_a_word_not_inside_one() -> None:
     assert keyword_coverage("東京 旅行", "東京に旅行しました") == 1.0  # no spaces: anywhere
     lines = [people, car]
     assert best_lines(lines, "when is the car serviced", 60) == (1, 2)
+
+
+def test_best_keyword_coverage_is_the_largest_share_and_stops_at_a_full_one() -> None:
+    texts = ["green tea", "matcha green tea latte", "tea"]
+    assert best_keyword_coverage("green tea matcha", texts) == 1.0
+    assert best_keyword_coverage("green tea matcha", ["green tea", "tea"]) == 2 / 3
+    assert best_keyword_coverage("green tea matcha", []) == 1.0  # nothing to judge
+    assert best_keyword_coverage("the of and", ["anything"]) == 1.0  # no keywords
+
+    def counted() -> Iterator[str]:
+        yield "matcha green tea"
+        raise AssertionError("read past a text holding every keyword")
+
+    assert best_keyword_coverage("green tea matcha", counted()) == 1.0
