@@ -29,9 +29,10 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-CHUNKER_VERSION = 3
+CHUNKER_VERSION = 4
 """Bump whenever :func:`chunk_markdown`, :func:`split_oversized` or the structure-aware
-chunker's output changes (3: one chunk per list item, led by its heading path)."""
+chunker's output changes (3: one chunk per list item, led by its heading path; 4: per
+item in curated files only, a dated note's sections whole again)."""
 
 CHARS_PER_TOKEN = 4
 

@@ -120,7 +120,9 @@ def load_document(doc: Document, config: Config, model: str) -> Loaded:
         elif setting == "openclaw":
             raw = _structure.chunk_entries(text, tokens=tokens, overlap=overlap)
         else:
-            raw = _structure.chunk_structured(text, tokens=tokens, overlap=overlap)
+            raw = _structure.chunk_structured(
+                text, tokens=tokens, overlap=overlap, per_item=_structure.is_curated(doc.path)
+            )
     chunks = [
         Chunk(
             id=_chunking.chunk_id(doc.source, doc.path, r.start_line, r.end_line, r.hash, model),

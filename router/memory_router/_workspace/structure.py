@@ -54,10 +54,16 @@ def by_structure(setting: str, path: str, text: str) -> bool:
         return path in OPENCLAW_ENTRY_FILES
     if setting in ("all", "off"):
         return setting == "all"
-    curated = path in ("MEMORY.md", "memory.md") or (
+    return is_curated(path) or (setting == "auto" and is_structured(text))
+
+
+def is_curated(path: str) -> bool:
+    """``MEMORY.md``, ``memory.md`` or an undated file under ``memory/``: a list of facts
+    kept up to date, chunked one item at a time. A dated note (``memory/YYYY-MM-DD.md``)
+    is a day's log; its bullets are read together, so its sections stay whole."""
+    return path in ("MEMORY.md", "memory.md") or (
         path.startswith("memory/") and dated_file(path) is None
     )
-    return curated or (setting == "auto" and is_structured(text))
 
 
 def _indent(line: str) -> int:
@@ -169,13 +175,18 @@ def _pack(lines: list[str], spans: list[tuple[int, int]], budget: int) -> list[t
     return packed
 
 
-def chunk_structured(text: str, *, tokens: int, overlap: int) -> list[RawChunk]:
+def chunk_structured(
+    text: str, *, tokens: int, overlap: int, per_item: bool = True
+) -> list[RawChunk]:
     """Chunks by structure (see the module docstring); line numbers from 1.
 
-    A list item is a chunk of its own: its lines (continuation lines and nested items
-    included), cited by those lines, its text led by the path of headings above it
-    (``# Memory › Preferences``). Prose blocks of one section are packed while they fit.
-    A block over the budget is cut into windows within its own lines.
+    With ``per_item`` (curated files, :func:`is_curated`) a list item is a chunk of its
+    own: its lines (continuation lines and nested items included), cited by those lines,
+    its text led by the path of headings above it (``# Memory › Preferences``). Prose
+    blocks of one section are packed while they fit, and so are list items without
+    ``per_item`` (a dated note's section of bullets stays one chunk: "stand-ups are
+    written in the channel" answers "how does the team share progress" only beside the
+    rest of its section). A block over the budget is cut into windows within its own lines.
     """
     lines = text.split("\n")
     budget = max(32, tokens * 4)
@@ -194,7 +205,7 @@ def chunk_structured(text: str, *, tokens: int, overlap: int) -> list[RawChunk]:
             if lines[body].strip():
                 path.enter(lines[body])
             body += 1
-        if body <= last and _ITEM.match(lines[body]):
+        if per_item and body <= last and _ITEM.match(lines[body]):
             flush()
             context = path.context()
             chunks.extend(

@@ -627,11 +627,15 @@ def test_config_discovery_user_file_then_env_then_option(
 
 # -- the demo ---------------------------------------------------------------------------
 
-DEMO_EXPECTED: dict[str, str | None] = {
-    "which foods must my pet avoid": "memory/2026-11-03.md",
-    "upcoming vacation abroad": "memory/2026-11-01.md",
-    "how do colleagues share progress each morning": "memory/2026-11-04.md",
-    "why did the tests fail intermittently": "memory/2026-11-02.md",
+#: question → (the note, words of the answer the first hit must show) or None.
+DEMO_EXPECTED: dict[str, tuple[str, str] | None] = {
+    "which foods must my pet avoid": ("memory/2026-11-03.md", "allergic to chicken"),
+    "upcoming vacation abroad": ("memory/2026-11-01.md", "trip to Lisbon"),
+    "how do colleagues share progress each morning": (
+        "memory/2026-11-04.md",
+        "stand-ups become asynchronous",
+    ),
+    "why did the tests fail intermittently": ("memory/2026-11-02.md", "Root cause"),
     "quantum chromodynamics on a lattice": None,  # noise: nothing in the notes is about it
 }
 
@@ -648,12 +652,14 @@ def test_demo_queries_find_their_notes(tmp_path: Path, monkeypatch: pytest.Monke
     indexed = run_process("--config", config, "index", "--json")
     assert indexed.returncode == 0, indexed.stderr
     assert json.loads(indexed.stdout)[0]["added"] == 7
-    for query, path in DEMO_EXPECTED.items():
+    for query, expected in DEMO_EXPECTED.items():
         found = run_process("--config", config, "search", query, "-n", "2", "--json")
         assert found.returncode == 0, found.stderr
         data = json.loads(found.stdout)
         assert data["provider"] == "minilm", "the demo needs the offline MiniLM model"
-        if path is None:
+        if expected is None:
             assert data["results"] == [], (query, data["results"])
         else:
-            assert data["results"][0]["path"] == path, (query, data["results"])
+            first = data["results"][0]
+            assert first["path"] == expected[0], (query, data["results"])
+            assert expected[1] in first["snippet"], (query, first)  # the answer, not a neighbour
