@@ -122,16 +122,12 @@ def keyword_coverage(query: str, text: str, weights: Mapping[str, float] | None 
 
 
 def best_keyword_coverage(query: str, texts: Iterable[str]) -> float:
-    """The largest :func:`keyword_coverage` of ``query`` over ``texts`` (1 when the query
-    has no keywords or there are no texts). Stops at the first text holding every keyword:
-    given in rank order, that is usually the first."""
-    stems = _stems(query)
-    if not stems:
-        return 1.0
+    """The largest :func:`keyword_coverage` of ``query`` over ``texts`` (1 when there are
+    no texts). Stops at the first text holding every keyword: given in rank order, that is
+    usually the first."""
     best: float | None = None
     for text in texts:
-        lowered = text.lower()
-        share = sum(1 for s in stems if _contains(lowered, s)) / len(stems)
+        share = keyword_coverage(query, text)
         best = share if best is None else max(best, share)
         if best >= 1.0:
             break
