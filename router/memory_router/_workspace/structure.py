@@ -11,6 +11,8 @@ path of headings above it, as context for the vector and the keywords: one vecto
 fact, as OpenClaw 2026.9 indexes ``MEMORY.md``. Prose blocks of one section are packed
 while they fit the budget (a paragraph is rarely one fact); a block over the budget falls
 back to :func:`~memory_router._workspace.chunking.chunk_markdown` within its own lines.
+A structured file that is not curated (a dated note of bullets, :func:`is_curated`) has
+its list items packed like prose: a day's bullets are read together, per section.
 
 ``structure = "openclaw"`` reproduces OpenClaw 2026.9 instead (its chunking version 5),
 so an index it built can be taken over without embedding anything again: ``MEMORY.md``
