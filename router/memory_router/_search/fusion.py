@@ -98,7 +98,7 @@ def _combine(
                 vector_part=v_part,
                 text_part=t_part,
                 support=support,
-                vector_norm=v_norm.get(key) if key in vector else None,
+                vector_norm=v_norm.get(key),
             )
         )
     fused.sort(key=lambda f: (-f.score, f.id))
@@ -153,6 +153,27 @@ def keyword_only_fusion(text: Mapping[str, float], coverage: float) -> list[Fuse
     return _combine({}, text, {}, max_scaled(text), 0.0, 1.0, support)
 
 
+def censored_bound(v_norm: Mapping[str, float], text: Mapping[str, float]) -> dict[str, float]:
+    """The vector side for every candidate: a keyword candidate the vector leg did not
+    return gets the leg's lowest (calibrated) score instead of 0.
+
+    The vector leg is the ``candidates`` nearest chunks, so a chunk it left out has a
+    cosine *at most* its last one — not an unrelated text's. Counting it as 0 took up to
+    the whole vector weight from a chunk BM25 ranks first (LoCoMo's "Which country were
+    Jolene and her mother visiting in 2010?": the answer turn, best BM25 of the query,
+    fell from rank 1 to 7 behind chunks both legs held). With no vector leg at all nothing
+    is filled in. A vector candidate the keyword leg left out keeps 0 on that side (most
+    often it holds none of the question's keywords; the symmetric bound was not measured).
+    """
+    out = dict(v_norm)
+    if not out:
+        return out
+    low = min(out.values())
+    for key in text:
+        out.setdefault(key, low)
+    return out
+
+
 def minmax(scores: Mapping[str, float]) -> dict[str, float]:
     """Scores rescaled to [0, 1] over the list; all-equal scores all become 1."""
     if not scores:
@@ -202,7 +223,7 @@ def convex_fusion(
     only one word of scores low everywhere.
     """
     scale = scale or VectorScale()
-    v_norm = {k: scale(s) for k, s in vector.items()}
+    v_norm = censored_bound({k: scale(s) for k, s in vector.items()}, text)
     t_norm = max_scaled(text)
     if coverage is None:
         return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight)
