@@ -120,6 +120,10 @@ def serve_http(router: Router, *, host: str, port: int, watch: bool, poll: bool)
                 build_app(service, host, token),
                 log_config=None,
                 access_log=False,
+                # Nothing reads X-Forwarded-* (a middleware layer per request), and a
+                # `server: uvicorn` header is one more line for every client to parse.
+                proxy_headers=False,
+                server_header=False,
                 lifespan="on",
                 timeout_graceful_shutdown=5,
             )

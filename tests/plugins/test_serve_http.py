@@ -144,6 +144,9 @@ def test_unknown_routes_and_wrong_methods_answer_json_errors(server: Server) -> 
     assert wrong.status_code == 405
     assert wrong.headers["allow"] == "POST"
     assert wrong.json() == {"error": "GET /search is not allowed", "hint": "use POST"}
+    head = httpx.head(server.url + "/health", timeout=30)  # the app's HEAD, beside the Guard's GET
+    assert head.status_code == 200
+    assert head.content == b""
 
 
 def test_hostile_query_gives_valid_utf8_json(server: Server) -> None:
@@ -417,3 +420,30 @@ def test_http_searches_queue_for_a_search_thread_within_the_timeout(tmp_path: Pa
             assert 'memory_router_queries_total{backend="sqlite",outcome="ok"} 1' in counted
         finally:
             service.close()
+
+
+def test_the_guard_answers_the_fixed_json_routes_itself(tmp_path: Path) -> None:
+    """The Guard's table of fixed routes is read from the app's own routes: the same
+    handlers, every JSON route without a path parameter; ``/mcp``, ``/entries/{id}``,
+    HEAD, 404 and 405 stay with the app (the test above checks those answers)."""
+    from memory_router import Router
+    from memory_router_serve._server import build_app
+    from memory_router_serve._service import Service
+
+    with Router.from_config(make_config(tmp_path)) as router:
+        guard = build_app(Service(router, watch=False), "127.0.0.1", None)
+    assert set(guard.fixed) == {
+        ("POST", "/search"),
+        ("GET", "/get"),
+        ("POST", "/store"),
+        ("POST", "/recall"),
+        ("POST", "/forget"),
+        ("GET", "/entries"),
+        ("POST", "/context"),
+        ("POST", "/capture"),
+        ("GET", "/status"),
+        ("GET", "/health"),
+        ("GET", "/metrics"),
+    }
+    endpoints = {route.path: route.endpoint for route in guard.app.routes}
+    assert all(handler is endpoints[path] for (_, path), handler in guard.fixed.items())
