@@ -447,3 +447,44 @@ def test_the_guard_answers_the_fixed_json_routes_itself(tmp_path: Path) -> None:
     }
     endpoints = {route.path: route.endpoint for route in guard.app.routes}
     assert all(handler is endpoints[path] for (_, path), handler in guard.fixed.items())
+
+
+def test_the_writes_of_one_loop_turn_leave_as_one() -> None:
+    """uvicorn writes an answer's headers, then its body: :class:`JoinedWrites` sends them
+    in one write at the end of the loop turn; ``close`` sends what is held first."""
+    from memory_router_serve._writes import JoinedWrites
+
+    class Transport:  # the surface of an asyncio transport that uvicorn uses
+        def __init__(self) -> None:
+            self.writes: list[bytes] = []
+            self.closed = False
+
+        def write(self, data: bytes) -> None:
+            self.writes.append(data)
+
+        def is_closing(self) -> bool:
+            return self.closed
+
+        def close(self) -> None:
+            self.closed = True
+
+        def get_extra_info(self, name: str) -> str:
+            return f"info {name}"
+
+    async def turns() -> None:
+        transport = Transport()
+        joined = JoinedWrites(transport, asyncio.get_running_loop())
+        joined.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")
+        joined.write(b"{}")
+        assert transport.writes == []
+        await asyncio.sleep(0)
+        assert transport.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"]
+        joined.write(b"bye")
+        joined.close()
+        assert transport.writes[-1] == b"bye"
+        assert transport.closed
+        await asyncio.sleep(0)
+        assert len(transport.writes) == 2  # nothing written twice after the close
+        assert joined.get_extra_info("peername") == "info peername"
+
+    asyncio.run(turns())
