@@ -77,7 +77,7 @@ NOT_FOR_HELP = ("memory_router.cli._memory", "memory_router.cli._bench", "memory
                 "memory_router._workspace.snapshot",
                 "memory_router.service", "tomllib", "sqlite3", "_sqlite3", "sqlean",
                 "http.client", "importlib.metadata", "concurrent.futures", "statistics",
-                "random")  # fmt: skip
+                "random", "logging")  # fmt: skip
 
 HELP = """
 import contextlib, io, json, sys
@@ -119,6 +119,29 @@ print(json.dumps({"top": top, "public": public, "router": "memory_router._router
         "public": sorted([*light, "memory_router.agent", "memory_router.kit"]),
         "router": True,
     }
+
+
+def test_a_router_silences_its_logs_until_the_application_shows_them(tmp_path: Path) -> None:
+    # The NullHandler is set where the core's logger is made, not at `import memory_router`
+    # (which stays without `logging`); Python's last-resort handler would print the
+    # router's warnings on a CLI's stderr.
+    code = """
+import json, sys
+import memory_router
+before = "logging" in sys.modules
+import logging
+from memory_router import Router, load_config
+with Router.from_config(load_config(sys.argv[1])) as router:
+    handlers = logging.getLogger("memory_router").handlers
+print(json.dumps({"before": before, "null": [type(h).__name__ for h in handlers]}))
+"""
+    (tmp_path / "workspace").mkdir()
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'workspace = "{tmp_path / "workspace"}"\nstate_dir = "{tmp_path / "state"}"\n'
+        '[embedding]\nprovider = "none"\n'
+    )
+    assert json.loads(run_python(code, str(config))) == {"before": False, "null": ["NullHandler"]}
 
 
 def command_modules() -> dict[str, click.Command]:

@@ -11,6 +11,11 @@ from .._exceptions import CircuitOpen as CircuitOpen  # its home until now; re-e
 from .._types import BreakerState
 
 log = logging.getLogger("memory_router.chain")
+# A library logs, the application shows: without this, Python's last-resort handler would
+# print the router's warnings (fallbacks, circuit breakers) on every CLI's stderr. Set
+# here, where the core's only logger is made (every Router imports this module), rather
+# than in the package's __init__: `import logging` is ~10 ms of `memory-router --help`.
+logging.getLogger("memory_router").addHandler(logging.NullHandler())
 
 
 class CircuitBreaker:
