@@ -220,9 +220,12 @@ print(json.dumps({"heavy": [m for m in json.loads(sys.argv[2]) if m in sys.modul
                   "out": out.getvalue()}))
 """
     heavy = [m for m in HEAVY if m not in ("memory_router_sqlite._backend", "sqlite_vec")]
-    # Nor HTTP (no server runs), migration, redaction (no transcripts) or another command.
+    # Nor HTTP (no server runs), migration, redaction (no transcripts), another command, a
+    # thread pool or a child process (nothing waits on either).
     heavy += [
         "http.client",
+        "concurrent.futures",
+        "subprocess",
         "memory_router._migrate.migration",
         "memory_router._workspace.redact",
         "memory_router.cli._bench",
