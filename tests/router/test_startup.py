@@ -121,27 +121,27 @@ print(json.dumps({"top": top, "public": public, "router": "memory_router._router
     }
 
 
-def test_a_router_silences_its_logs_until_the_application_shows_them(tmp_path: Path) -> None:
-    # The NullHandler is set where the core's logger is made, not at `import memory_router`
-    # (which stays without `logging`); Python's last-resort handler would print the
-    # router's warnings on a CLI's stderr.
-    code = """
-import json, sys
-import memory_router
-before = "logging" in sys.modules
-import logging
-from memory_router import Router, load_config
-with Router.from_config(load_config(sys.argv[1])) as router:
-    handlers = logging.getLogger("memory_router").handlers
-print(json.dumps({"before": before, "null": [type(h).__name__ for h in handlers]}))
-"""
+@pytest.mark.slow
+def test_a_fallback_logged_by_the_router_stays_off_a_cli_stderr(tmp_path: Path) -> None:
+    # The core's logger (and its NullHandler) is made when something is first logged, not
+    # at import (a search that logs nothing imports no `logging`); without the NullHandler,
+    # Python's last-resort handler would print the fallback's warning on stderr.
     (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / "MEMORY.md").write_text("# Notes\n\nDeploys run on Tuesdays.\n")
     config = tmp_path / "config.toml"
     config.write_text(
         f'workspace = "{tmp_path / "workspace"}"\nstate_dir = "{tmp_path / "state"}"\n'
-        '[embedding]\nprovider = "none"\n'
+        '[embedding]\nprovider = "none"\n[router]\nchain = ["qmd", "sqlite"]\n'
+        '[backends.qmd]\ncommand = "/nonexistent/qmd/dist/cli/qmd.js"\n'
     )
-    assert json.loads(run_python(code, str(config))) == {"before": False, "null": ["NullHandler"]}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_ROUTER_")}
+    search = subprocess.run(
+        [sys.executable, "-m", "memory_router", "--config", str(config), "search", "deploys"],
+        capture_output=True, text=True, timeout=120, env=env, check=False,
+    )  # fmt: skip
+    assert search.returncode == 0, search.stderr
+    assert "Answered by sqlite" in search.stdout  # it fell back (and logged that it did)
+    assert "fell back" not in search.stderr, search.stderr
 
 
 def command_modules() -> dict[str, click.Command]:
@@ -221,11 +221,12 @@ print(json.dumps({"heavy": [m for m in json.loads(sys.argv[2]) if m in sys.modul
 """
     heavy = [m for m in HEAVY if m not in ("memory_router_sqlite._backend", "sqlite_vec")]
     # Nor HTTP (no server runs), migration, redaction (no transcripts), another command, a
-    # thread pool or a child process (nothing waits on either).
+    # thread pool or a child process (nothing waits on either), logging (nothing is logged).
     heavy += [
         "http.client",
         "concurrent.futures",
         "subprocess",
+        "logging",
         "memory_router._migrate.migration",
         "memory_router._workspace.redact",
         "memory_router.cli._bench",
