@@ -15,7 +15,7 @@ from .._config.config import HybridConfig
 from .._types import Explain, Hit, ScoredChunk
 from .calibration import vector_scale
 from .fusion import fuse, keyword_only_fusion
-from .snippets import best_keyword_coverage, keyword_coverage
+from .snippets import best_keyword_coverage, keyword_coverage, rarity_weights
 
 
 def fuse_chunks(
@@ -36,6 +36,7 @@ def fuse_chunks(
     :class:`Explain` with the fused score and each leg's part of it. ``limit``: only the
     best ``limit`` hits are made (``None``: all).
     """
+    rarity = rarity_weights(query, [r.text for r in keyword.values()])
     fused = fuse(
         hybrid.fusion,
         {k: r.score for k, r in vector.items()},
@@ -44,6 +45,7 @@ def fuse_chunks(
         text_weight=hybrid.text_weight,
         scale=vector_scale(model) if model is not None else None,
         coverage={k: keyword_coverage(query, r.text) for k, r in keyword.items()},
+        weighted_coverage={k: keyword_coverage(query, r.text, rarity) for k, r in keyword.items()},
     )
     rows = {**vector, **keyword}
     return [

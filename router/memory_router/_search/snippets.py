@@ -121,6 +121,22 @@ def keyword_coverage(query: str, text: str, weights: Mapping[str, float] | None 
     return sum(w for s, w in stems.items() if _contains(lowered, s)) / total
 
 
+def rarity_weights(query: str, texts: Sequence[str]) -> dict[str, float]:
+    """Each keyword of ``query`` weighted by how rare it is among ``texts`` (a search's
+    keyword candidates): ``log(1 + n / (df + 0.5))``, ``df`` the texts holding it.
+
+    A speaker's name on every candidate weighs ``log 2``; "adopt", in three of 80, ~3.2.
+    For :func:`keyword_coverage`, so that holding the name is not half of "Melanie adopt".
+    """
+    lowered = [text.lower() for text in texts]
+    weights: dict[str, float] = {}
+    for keyword in query_keywords(query):
+        stem = _stem(keyword)
+        found = sum(1 for text in lowered if _contains(text, stem))
+        weights[keyword] = math.log(1.0 + len(lowered) / (found + 0.5))
+    return weights
+
+
 def best_keyword_coverage(query: str, texts: Iterable[str]) -> float:
     """The largest :func:`keyword_coverage` of ``query`` over ``texts`` (1 when there are
     no texts). Stops at the first text holding every keyword: given in rank order, that is
