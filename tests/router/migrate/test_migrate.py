@@ -117,11 +117,19 @@ def test_verify_is_one_on_identical_indexes_and_less_on_a_damaged_target(
     assert report.verify is not None
     assert (report.verify.overlap, report.verify.top_hit_share) == (1.0, 1.0)
     assert (report.verify.queries, report.verify.worst) == (15, ())
-    # Damage: every chunk gets its neighbour's vector.
+    # Damage: every chunk gets its neighbour's vector and text (vectors alone no longer move
+    # the first hit: a keyword match keeps it on top).
     target = router.backend("sqlite")
     chunks = list(target.export_chunks())
     shifted = [
-        c.__class__(**{**c.to_dict(), "entry": None, "embedding": chunks[i - 1].embedding})
+        c.__class__(
+            **{
+                **c.to_dict(),
+                "entry": None,
+                "embedding": chunks[i - 1].embedding,
+                "text": chunks[i - 1].text,
+            }
+        )
         for i, c in enumerate(chunks)
     ]
     publish_chunks(target, shifted, fingerprint=router.fingerprint().to_dict())
