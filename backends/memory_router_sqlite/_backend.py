@@ -37,12 +37,13 @@ from . import _search
 from ._damage import remove_index_files
 from ._db import choose_driver, read_meta, table_exists, vec_dims
 from ._impact import Postings
-from ._parallel import alone, searching
+from ._parallel import alone, searching, share
 from ._search import Halves, Row, Scope
 from ._settings import SqliteSettings
 from ._store import Store, remove_db
 from ._sync import sync_store
 from ._transfer import SqliteStaging, export_chunks
+from ._vectors import Matrix
 
 FTS_ONLY = "fts-only"
 
@@ -104,8 +105,9 @@ class SqliteBackend(Backend):
             if middle is None or not alone():
                 result = self._search(conn, request, None, postings)
             else:
-                with self.store.reader() as other:
-                    result = self._search(conn, request, Halves(middle, other), postings)
+                with self.store.reader() as other, self.store.reader() as spare:
+                    halves = Halves(middle, other, spare)
+                    result = self._search(conn, request, halves, postings)
         self.store.postings.fetch_asked()  # after the answer, not beside it
         if self.store.read_only is None:
             return result
@@ -149,9 +151,7 @@ class SqliteBackend(Backend):
             vector = self._vector_leg(conn, scope, query_vector, {})
             only = [self._hit(r, vector_score=r.score) for r in vector.values()]
             return BackendResult(hits=tuple(self._with_entries(conn, only)), mode="vector")
-        keyword_side = _search.keyword_or if hybrid.keyword_query == "or" else _search.keyword_and
-        keyword = keyword_side(conn, scope, request.query)
-        vector = self._vector_leg(conn, scope, query_vector, keyword)
+        keyword, vector = self._legs(conn, scope, request.query, query_vector)
         hits = fuse_chunks(
             hybrid,
             vector,
@@ -166,6 +166,43 @@ class SqliteBackend(Backend):
             mode="hybrid",
             relaxed_min_score=hybrid.text_weight,
         )
+
+    def _legs(
+        self, conn: Any, scope: Scope, query: str, query_vector: Any
+    ) -> tuple[dict[str, Row], dict[str, Row]]:
+        """The hybrid search's keyword leg and vector leg.
+
+        While the index is searched in halves (a large one, no other search running: see
+        :mod:`._parallel`) and the vectors are in memory, the vector scan (numpy, which
+        lets go of the GIL) runs on the helper thread beside the keyword leg; the vector
+        rows are read after, skipping those the keyword leg read.
+        """
+        hybrid = self.context.config.query.hybrid
+        keyword_side = _search.keyword_or if hybrid.keyword_query == "or" else _search.keyword_and
+        matrix = self._in_memory(conn, query_vector)
+        if matrix is None:
+            keyword = keyword_side(conn, scope, query)
+            return keyword, self._vector_leg(conn, scope, query_vector, keyword)
+        if scope.halves is None:
+            keyword = keyword_side(conn, scope, query)
+            best = matrix.top(query_vector, scope.limit, scope.sources)
+            return keyword, _search.vector_details(conn, best, keyword)
+
+        spare = scope.halves.spare
+
+        def vector_side() -> dict[str, Row]:
+            best = matrix.top(query_vector, scope.limit, scope.sources)
+            return _search.vector_details(spare, best, {})
+
+        found: list[Any] = share([lambda: keyword_side(conn, scope, query), vector_side])
+        return cast(dict[str, Row], found[0]), cast(dict[str, Row], found[1])
+
+    def _in_memory(self, conn: Any, query_vector: Any) -> Matrix | None:
+        """The vectors in memory when the vector leg scans them (``None``: sqlite-vec KNN
+        answers it, or the query is the zero vector)."""
+        if not query_vector.any() or self._use_vec(conn, len(query_vector)):
+            return None
+        return self.store.matrix(conn, self.model)
 
     def _vector_leg(
         self, conn: Any, scope: Scope, query_vector: Any, known: Mapping[str, Row]

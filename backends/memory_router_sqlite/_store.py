@@ -348,7 +348,9 @@ class Store:
         if cached is not None and cached[0] == model:
             return cached[1]
         version = self._version
-        rows = conn.execute("SELECT id, source, embedding FROM chunks WHERE model = ?", (model,))
+        rows = conn.execute(
+            "SELECT id, source, embedding, rowid FROM chunks WHERE model = ?", (model,)
+        )
         matrix = Matrix(rows)
         with self._pool_lock:
             if version == self._version:  # no write happened while loading

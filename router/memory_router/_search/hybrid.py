@@ -15,7 +15,7 @@ from .._config.config import HybridConfig
 from .._types import Explain, Hit, ScoredChunk
 from .calibration import vector_scale
 from .fusion import fuse, keyword_only_fusion
-from .snippets import best_keyword_coverage, keyword_coverage
+from .snippets import best_keyword_coverage, keyword_coverages
 
 
 def fuse_chunks(
@@ -43,7 +43,7 @@ def fuse_chunks(
         vector_weight=hybrid.vector_weight,
         text_weight=hybrid.text_weight,
         scale=vector_scale(model) if model is not None else None,
-        coverage={k: keyword_coverage(query, r.text) for k, r in keyword.items()},
+        coverage=keyword_coverages(query, {k: r.text for k, r in keyword.items()}),
     )
     rows = {**vector, **keyword}
     return [

@@ -121,6 +121,20 @@ def keyword_coverage(query: str, text: str, weights: Mapping[str, float] | None 
     return sum(w for s, w in stems.items() if _contains(lowered, s)) / total
 
 
+def keyword_coverages(query: str, texts: Mapping[str, str]) -> dict[str, float]:
+    """:func:`keyword_coverage` of ``query`` (unweighted) in each of ``texts``, by key: the
+    query's stems are worked out once for all (a search asks it of every candidate)."""
+    stems = _stems(query)
+    if not stems:
+        return dict.fromkeys(texts, 1.0)
+    total = float(len(stems))
+    shares = {}
+    for key, text in texts.items():
+        lowered = text.lower()
+        shares[key] = sum(1.0 for s in stems if _contains(lowered, s)) / total
+    return shares
+
+
 def best_keyword_coverage(query: str, texts: Iterable[str]) -> float:
     """The largest :func:`keyword_coverage` of ``query`` over ``texts`` (1 when there are
     no texts). Stops at the first text holding every keyword: given in rank order, that is
