@@ -84,25 +84,29 @@ def _combine(
     vector_weight: float,
     text_weight: float,
     support: float = 1.0,
+    limit: int | None = None,
 ) -> list[Fused]:
-    fused = []
+    """Every candidate fused, best first (ties by id); only the best ``limit`` are made."""
+    ranked = []
     for key in {**vector, **text}:
         v_part = support * vector_weight * v_norm.get(key, 0.0)
         t_part = support * text_weight * t_norm.get(key, 0.0)
-        fused.append(
-            Fused(
-                id=key,
-                score=min(1.0, max(0.0, v_part + t_part)),
-                vector=vector.get(key),
-                text=text.get(key),
-                vector_part=v_part,
-                text_part=t_part,
-                support=support,
-                vector_norm=v_norm.get(key) if key in vector else None,
-            )
+        score = min(1.0, max(0.0, v_part + t_part))
+        ranked.append((-score, key, score, v_part, t_part))
+    ranked.sort()  # by score, then id (ids are unique: nothing further is compared)
+    return [
+        Fused(
+            id=key,
+            score=score,
+            vector=vector.get(key),
+            text=text.get(key),
+            vector_part=v_part,
+            text_part=t_part,
+            support=support,
+            vector_norm=v_norm.get(key) if key in vector else None,
         )
-    fused.sort(key=lambda f: (-f.score, f.id))
-    return fused
+        for _, key, score, v_part, t_part in ranked[:limit]
+    ]
 
 
 def minor_share(share: float, closeness: float) -> float:
@@ -192,8 +196,10 @@ def convex_fusion(
     text_weight: float = 0.3,
     scale: VectorScale | None = None,
     coverage: Mapping[str, float] | None = None,
+    limit: int | None = None,
 ) -> list[Fused]:
-    """Calibrated cosine and best-scaled keyword scores in a convex combination.
+    """Calibrated cosine and best-scaled keyword scores in a convex combination, best
+    first (only the best ``limit`` when given).
 
     ``coverage`` (id → share of the query's keywords the chunk holds, see
     :func:`~memory_router.kit.keyword_coverage`) multiplies the keyword side, so one common
@@ -205,11 +211,11 @@ def convex_fusion(
     v_norm = {k: scale(s) for k, s in vector.items()}
     t_norm = max_scaled(text)
     if coverage is None:
-        return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight)
+        return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight, limit=limit)
     shares = {k: coverage.get(k, 1.0) for k in t_norm}
     t_norm = {k: s * minor_share(shares[k], v_norm.get(k, 0.0)) for k, s in t_norm.items()}
     support = query_support(v_norm, shares)
-    return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight, support)
+    return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight, support, limit)
 
 
 def minmax_fusion(
@@ -312,16 +318,29 @@ def fuse(
     text_weight: float = 0.3,
     scale: VectorScale | None = None,
     coverage: Mapping[str, float] | None = None,
+    limit: int | None = None,
 ) -> list[Fused]:
-    """Fuse two candidate lists with ``method`` (one of :data:`FUSION_METHODS`).
+    """Fuse two candidate lists with ``method`` (one of :data:`FUSION_METHODS`), best
+    first: all of them, or the best ``limit``.
 
     ``scale`` (the vector side's calibration) and ``coverage`` are used by ``convex`` only.
     """
     vw, tw = vector_weight, text_weight
     if method == "convex":
         return convex_fusion(
-            vector, text, vector_weight=vw, text_weight=tw, scale=scale, coverage=coverage
-        )
+            vector, text, vector_weight=vw, text_weight=tw, scale=scale, coverage=coverage,
+            limit=limit,
+        )  # fmt: skip
+    return _fuse_other(method, vector, text, vw, tw)[:limit]
+
+
+def _fuse_other(
+    method: FusionMethod,
+    vector: Mapping[str, float],
+    text: Mapping[str, float],
+    vw: float,
+    tw: float,
+) -> list[Fused]:
     if method == "minmax":
         return minmax_fusion(vector, text, vector_weight=vw, text_weight=tw)
     if method == "rrf":

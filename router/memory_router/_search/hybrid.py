@@ -44,6 +44,7 @@ def fuse_chunks(
         text_weight=hybrid.text_weight,
         scale=vector_scale(model) if model is not None else None,
         coverage=keyword_coverages(query, {k: r.text for k, r in keyword.items()}),
+        limit=limit,
     )
     rows = {**vector, **keyword}
     return [
@@ -62,7 +63,7 @@ def fuse_chunks(
                 vector_norm=f.vector_norm,
             ),
         )
-        for f in fused[:limit]
+        for f in fused
     ]
 
 

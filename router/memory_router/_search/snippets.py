@@ -49,10 +49,12 @@ def _positions(stem: str, text: str) -> Iterator[int]:
 
 
 def _contains(text: str, stem: str) -> bool:
-    if stem not in text:  # the usual answer, found without the pattern
+    at = text.find(stem)
+    if at < 0:  # the usual answer, found without the pattern
         return False
     pattern = _pattern(stem)
-    return pattern is None or pattern.search(text) is not None
+    # A match starts at an occurrence of the stem (the look-behind still sees before it).
+    return pattern is None or pattern.search(text, at) is not None
 
 
 def _stem_weights(query: str, weights: Mapping[str, float] | None) -> dict[str, float]:

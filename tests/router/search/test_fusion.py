@@ -158,3 +158,11 @@ def test_support_lowers_a_query_the_memory_holds_one_word_of() -> None:
     assert {f.support for f in close} == {1.0}
     # Without a keyword side there is nothing to measure the question by.
     assert {f.support for f in convex_fusion(vector, {}, **MINILM, coverage={})} == {1.0}
+
+
+@pytest.mark.parametrize("method", FUSION_METHODS)
+def test_a_limit_makes_only_the_best(method: str) -> None:
+    whole = fuse(method, VECTOR, TEXT, coverage={"b": 0.5, "d": 1.0})  # type: ignore[arg-type]
+    for limit in (0, 1, 3, 10):
+        kept = fuse(method, VECTOR, TEXT, coverage={"b": 0.5, "d": 1.0}, limit=limit)  # type: ignore[arg-type]
+        assert kept == whole[:limit]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memory_router._search.snippets import best_keyword_coverage, window
+from memory_router._search.snippets import best_keyword_coverage, keyword_coverages, window
 from memory_router.kit import best_lines, best_runs, keyword_coverage
 
 LINES = [
@@ -83,3 +83,18 @@ def test_best_keyword_coverage_is_the_largest_share_and_stops_at_a_full_one() ->
         raise AssertionError("read past a text holding every keyword")
 
     assert best_keyword_coverage("green tea matcha", counted()) == 1.0
+
+
+def test_coverages_of_many_texts_are_each_texts_coverage() -> None:
+    """A keyword first found inside a word ("scar") still counts at a later word start."""
+    query = "when is the car serviced"
+    texts = {
+        "a": "an old scar, then the car",
+        "b": "Mira owns the payments service; her mother is in a care home. Old scar.",
+        "c": "Took the car to the garage; it was serviced on Friday.",
+        "d": "nothing here",
+    }
+    shares = keyword_coverages(query, texts)
+    assert shares == {key: keyword_coverage(query, text) for key, text in texts.items()}
+    assert shares == {"a": 0.5, "b": 0.5, "c": 1.0, "d": 0.0}
+    assert keyword_coverages("the of and", texts) == dict.fromkeys(texts, 1.0)
