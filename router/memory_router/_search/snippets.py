@@ -129,21 +129,26 @@ def keyword_coverages(query: str, texts: Mapping[str, str]) -> dict[str, float]:
     stems = _stems(query)
     if not stems:
         return dict.fromkeys(texts, 1.0)
-    total = float(len(stems))
-    shares = {}
-    for key, text in texts.items():
-        lowered = text.lower()
-        shares[key] = sum(1.0 for s in stems if _contains(lowered, s)) / total
-    return shares
+    return {key: _share(text, stems) for key, text in texts.items()}
+
+
+def _share(text: str, stems: tuple[str, ...]) -> float:
+    """The share of ``stems`` (not empty) found in ``text``, as :func:`keyword_coverage`
+    counts it unweighted."""
+    lowered = text.lower()
+    return sum(1.0 for s in stems if _contains(lowered, s)) / len(stems)
 
 
 def best_keyword_coverage(query: str, texts: Iterable[str]) -> float:
     """The largest :func:`keyword_coverage` of ``query`` over ``texts`` (1 when there are
     no texts). Stops at the first text holding every keyword: given in rank order, that is
     usually the first."""
+    stems = _stems(query)
     best: float | None = None
     for text in texts:
-        share = keyword_coverage(query, text)
+        if not stems:
+            return 1.0
+        share = _share(text, stems)
         best = share if best is None else max(best, share)
         if best >= 1.0:
             break
