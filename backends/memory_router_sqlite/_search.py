@@ -45,12 +45,10 @@ Row = ScoredChunk  # a candidate chunk and one side's score in [0, 1]
 @dataclass(frozen=True, slots=True)
 class Halves:
     """A large full-text index searched as two rowid ranges side by side: rows up to
-    ``middle`` on the search's own connection, the rest on ``other``; ``spare``, a third
-    connection, reads a hybrid search's vector rows beside its keyword leg."""
+    ``middle`` on the search's own connection, the rest on ``other``."""
 
     middle: int
     other: Connection
-    spare: Connection
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""A large hybrid index runs its vector scan beside its keyword leg: same answer as in turn."""
+"""A hybrid search reads the rows of only the vector candidates it keeps: same answer."""
 
 from __future__ import annotations
 
@@ -9,13 +9,12 @@ from collections.abc import Iterator
 import pytest
 
 from memory_router import Router, testing
-from memory_router.kit import SearchRequest
-from memory_router_sqlite._parallel import searching
+from memory_router.kit import SearchRequest, fuse_chunks
+from memory_router_sqlite import _search
 from memory_router_sqlite._search import vector_details
 from memory_router_sqlite._vectors import Nearest
 
-CHUNKS = 21_000  # over HALVES_ROWS (20k): a lone search runs its legs side by side
-WORDS = [f"w{n}" for n in range(3_000)]
+WORDS = [f"w{n}" for n in range(300)]
 
 
 @pytest.fixture(scope="module")
@@ -23,35 +22,38 @@ def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Router]:
     base = tmp_path_factory.mktemp("legs")
     rng = random.Random(9)
     files = {}
-    for number in range(CHUNKS // 10):  # ten one-line paragraphs a file, a chunk each
+    for number in range(60):  # ten one-line paragraphs a file, a chunk each
         paragraphs = (" ".join(rng.choices(WORDS, k=12)) for _ in range(10))
         files[f"memory/note-{number:04d}.md"] = "\n\n".join(paragraphs) + "\n"
     workspace = testing.write_workspace(base / "ws", files)
     config = testing.router_config(
         base, workspace, backend="sqlite", embedding="hash",
+        settings={"vector_search": "memory"},
         chunking={"tokens": 20, "overlap": 0}, sync={"on_search": False},
     )  # fmt: skip
     with Router.from_config(config, plugins=[testing]) as built:
-        assert built.sync()[0].chunks >= 20_000
-        store = built.backend("sqlite").store  # type: ignore[attr-defined]
-        with store.reader() as conn:
-            assert store.fts_middle(conn) is not None  # a lone search splits
+        assert built.sync()[0].chunks >= 600
         yield built
 
 
-@pytest.mark.parametrize("query", ["w1 w2", "w17 w2500 w33", "w999"])
-def test_legs_side_by_side_answer_as_in_turn(router: Router, query: str) -> None:
+@pytest.mark.parametrize("query", ["w1 w2", "w17 w250 w33", "w99", "w5 nothing", "nothing"])
+def test_hybrid_answers_as_with_every_vector_row_read(router: Router, query: str) -> None:
     backend = router.backend("sqlite")
     request = SearchRequest(query=query, max_results=10, min_score=0.0, candidates=40)
-    backend.search(request)  # a backend's first search never asks for postings
-    for _ in range(2):  # FTS5 ranks the keywords, then their postings do
-        side_by_side = backend.search(request)
-        with searching():  # another search in flight: the legs run in turn
-            in_turn = backend.search(request)
-        assert side_by_side.mode == in_turn.mode == "hybrid"
-        assert side_by_side.hits == in_turn.hits
-        assert len(side_by_side.hits) == 40
-        assert any(h.vector_score is not None for h in in_turn.hits)  # both legs answered
+    found = backend.search(request)
+    store, hybrid = backend.store, router.config.query.hybrid  # type: ignore[attr-defined]
+    with store.reader() as conn:
+        scope = backend._scope(conn, request, None, None)  # type: ignore[attr-defined]
+        keyword = _search.keyword_or(conn, scope, query)
+        vector_ = backend.context.embedder.embed_query(query)  # type: ignore[union-attr]
+        nearest = store.matrix(conn, backend.model).top(vector_, 40)  # type: ignore[attr-defined]
+        vector = vector_details(conn, nearest, {})  # every row read
+    expected = fuse_chunks(
+        hybrid, vector, keyword, query=query, model="hash-384", backend="sqlite", limit=40
+    )
+    assert found.mode == "hybrid"
+    assert list(found.hits) == expected
+    assert len(vector) == 40  # the vector leg took part
 
 
 def test_a_moved_row_is_read_by_its_id(router: Router) -> None:
