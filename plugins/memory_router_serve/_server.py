@@ -19,6 +19,7 @@ from memory_router import Config, ConfigError, MemoryRouterError, Router
 from memory_router.service import publish_server, withdraw_server
 
 from ._service import Service
+from ._writes import joined_protocol
 
 log = logging.getLogger("memory_router.serve")
 
@@ -120,6 +121,11 @@ def serve_http(router: Router, *, host: str, port: int, watch: bool, poll: bool)
                 build_app(service, host, token),
                 log_config=None,
                 access_log=False,
+                # Nothing reads X-Forwarded-* (a middleware layer per request), and a
+                # `server: uvicorn` header is one more line for every client to parse.
+                proxy_headers=False,
+                server_header=False,
+                http=joined_protocol(),  # an answer in one write, not headers then body
                 lifespan="on",
                 timeout_graceful_shutdown=5,
             )

@@ -13,12 +13,14 @@ reports the sidecar not ready (``degraded``) until its first sync has finished.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
 import logging
 import os
+import queue
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from memory_router import (
     BackendTimeout,
@@ -36,6 +38,85 @@ from memory_router import (
 from ._metrics import Metrics
 
 log = logging.getLogger("memory_router.serve")
+T = TypeVar("T")
+
+
+class SearchThreads:
+    """``count`` threads that run what the event loop hands them, one call at a time each,
+    and give each answer back to the loop with one ``call_soon_threadsafe``.
+
+    ``ThreadPoolExecutor.submit`` plus ``asyncio.wrap_future`` did the same with a
+    ``concurrent.futures.Future`` (a condition, callbacks) chained to an asyncio future:
+    about twice the CPU and the latency of this queue (bench/NOTES.md, issue 24).
+    """
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    async def run(self, call: Callable[[], T]) -> T:
+        """``call()`` on one of the threads; its value or its exception, here on the loop."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+
+        def job() -> None:
+            if future.cancelled():  # the request is gone: no one waits for the answer
+                return
+            try:
+                if self._closed:  # queued when the server stopped: not run on a closed router
+                    raise MemoryRouterError("the server is stopping")
+                value = call()
+            except BaseException as error:  # handed to the loop, as the executor did
+                _hand(loop, future, None, error)
+            else:
+                _hand(loop, future, value, None)
+
+        self._start()
+        self._jobs.put(job)
+        return await future
+
+    def _start(self) -> None:
+        if self._closed:
+            raise MemoryRouterError("the server is stopping")
+        if len(self._threads) == self._count:
+            return
+        with self._lock:
+            while len(self._threads) < self._count:
+                name = f"serve-search_{len(self._threads)}"
+                thread = threading.Thread(target=self._serve, daemon=True, name=name)
+                thread.start()
+                self._threads.append(thread)
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job()
+
+    def close(self) -> None:
+        """End the threads once they have run what is queued (the loop has stopped)."""
+        with self._lock:
+            self._closed = True
+            for _ in self._threads:
+                self._jobs.put(None)
+
+
+def _hand(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future[T], value: Any, error: Any
+) -> None:
+    """Settle ``future`` on its loop's thread; nothing when the loop has closed."""
+
+    def settle() -> None:
+        if future.done():  # cancelled while the call ran
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    with contextlib.suppress(RuntimeError):  # the loop is closed: the server has stopped
+        loop.call_soon_threadsafe(settle)
 
 
 class Service:
@@ -57,7 +138,7 @@ class Service:
         self._slots = threading.BoundedSemaphore(limit)
         # As many threads as slots: HTTP searches past the limit queue here, not on the
         # semaphore, where each woke and slept again at every release (CPU on a busy server).
-        self._searchers = concurrent.futures.ThreadPoolExecutor(limit, "serve-search")
+        self._searchers = SearchThreads(limit)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -168,7 +249,7 @@ class Service:
             self._watcher.stop()
         if self._monitor is not None:
             self._monitor.join(timeout=2)
-        self._searchers.shutdown(wait=False, cancel_futures=True)
+        self._searchers.close()
         self.router.close()
 
     # -- operations (counted) -----------------------------------------------------------
@@ -185,8 +266,8 @@ class Service:
     async def search_async(self, query: str, **options: Any) -> SearchResponse:
         """:meth:`search` on one of the service's search threads, for the event loop; the
         wait for a thread counts in the same timeout as the wait for a slot."""
-        job = self._searchers.submit(self._search, query, time.perf_counter(), options)
-        return await asyncio.wrap_future(job)
+        started = time.perf_counter()
+        return await self._searchers.run(lambda: self._search(query, started, options))
 
     def _search(self, query: str, started: float, options: dict[str, Any]) -> SearchResponse:
         left = self.router.config.router.timeout_s - (time.perf_counter() - started)

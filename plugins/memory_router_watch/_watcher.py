@@ -27,6 +27,8 @@ class WatchStats:
     """What the watcher has seen and done, for status output and tests."""
 
     events: int = 0
+    kinds: set[str] = field(default_factory=set)
+    """Every kind of file-system event the observer delivered (``"modified"``, ...)."""
     syncs: int = 0
     last_event: float | None = None
     last_sync: float | None = None
@@ -154,6 +156,7 @@ class Watcher:
 
     def _start_observer(self) -> Any:
         try:
+            from watchdog import events
             from watchdog.events import FileSystemEventHandler
             from watchdog.observers import Observer
             from watchdog.observers.polling import PollingObserver
@@ -165,12 +168,25 @@ class Watcher:
 
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:
-                if event.event_type in ("opened", "closed_no_write"):
-                    return
+                watcher.stats.kinds.add(event.event_type)
                 watcher.on_change(os.fsdecode(event.src_path))
                 if getattr(event, "dest_path", ""):
                     watcher.on_change(os.fsdecode(event.dest_path))
 
+        # Changes only. Unasked, inotify also reports every open and every close after
+        # reading: a search reads the workspace (its folder, snippets), and each read woke
+        # the observer's threads, about 1 ms of a server's CPU per search (bench/NOTES.md).
+        changes = [
+            events.FileCreatedEvent,
+            events.FileModifiedEvent,
+            events.FileDeletedEvent,
+            events.FileMovedEvent,
+            events.FileClosedEvent,
+            events.DirCreatedEvent,
+            events.DirModifiedEvent,
+            events.DirDeletedEvent,
+            events.DirMovedEvent,
+        ]
         dirs = [*self.roots, *([self.sessions_dir] if self.sessions_dir else [])]
         parents = {Path(f).parent for f in self.files} - set(dirs)
         for cls in [PollingObserver] if self._poll else [Observer, PollingObserver]:
@@ -179,9 +195,9 @@ class Watcher:
                 for root in dirs:
                     if root == self.sessions_dir:  # state, which may not exist yet
                         root.mkdir(parents=True, exist_ok=True)
-                    observer.schedule(Handler(), str(root), recursive=True)
+                    observer.schedule(Handler(), str(root), recursive=True, event_filter=changes)
                 for parent in parents:
-                    observer.schedule(Handler(), str(parent), recursive=False)
+                    observer.schedule(Handler(), str(parent), event_filter=changes)
                 observer.start()
             except OSError as error:  # inotify limits: degrade to polling
                 self.stats.last_error = f"{cls.__name__}: {error}"

@@ -151,9 +151,11 @@ class Explain(_ToDict):
     says why a candidate is not in the answer; ``merged`` lists the line ranges
     (``start-end``) of lower hits of the same file whose lines touch this one's and that
     were shown as part of it. ``vector_norm`` is the cosine (``vector_score``) as the
-    model's calibration maps it (noise 0, a near-duplicate 1); ``keywords`` the query
-    keywords the hit's text holds; ``relaxed`` says why a hit under ``min_score`` was kept
-    (the backend's relaxation, when nothing reached it).
+    model's calibration maps it (noise 0, a near-duplicate 1; for a keyword hit the
+    vector leg did not return, ``convex`` counts the leg's lowest, with no
+    ``vector_score``); ``keywords`` the query keywords the hit's text holds; ``relaxed``
+    says why a hit under ``min_score`` was kept (the backend's relaxation, when nothing
+    reached it).
     """
 
     relevance: float

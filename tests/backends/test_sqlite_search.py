@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from memory_router import EmbeddingError, Router, hookimpl, testing
+from memory_router._search.snippets import rarity_weights
 from memory_router.kit import (
     BackendResult,
     ProviderContext,
@@ -299,15 +300,19 @@ def test_hybrid_keyword_side_and_versus_or(build: Any) -> None:
     top = loose.hits[0]
     assert top.path == "memory/2026-03-02.md", "the chunk with both keywords ranks first"
     # Default convex fusion: the best keyword score scales to 1, times the share of the
-    # query's keywords the chunk holds ("database", "cat"; not "like"); the hashing
-    # embedder's cosine is not calibrated (identity scale). Default weights 0.4 / 0.6.
-    # Both are scaled by the query's support: no chunk holds "like" too, so it is the best
-    # share (2/3) unless some cosine reaches the match level (0.5).
+    # query's keywords the chunk holds ("database", "cat"; not "like"), each weighted by
+    # its rarity among the three keyword candidates; the hashing embedder's cosine is not
+    # calibrated (identity scale). Default weights 0.4 / 0.6. Both are scaled by the
+    # query's support: no chunk holds "like" too, so it is the best plain share (2/3)
+    # unless some cosine reaches the match level (0.5).
     assert top.text_score == max(h.text_score or 0 for h in loose.hits)
     assert keyword_coverage(query, top.snippet) == pytest.approx(2 / 3)
+    rarity = rarity_weights(query, [h.snippet for h in loose.hits if h.text_score is not None])
+    share = keyword_coverage(query, top.snippet, rarity)
+    assert 0.5 < share < 1.0
     closest = max(h.vector_score or 0 for h in loose.hits)
     support = min(1.0, max(2 / 3, closest / 0.5))
     assert top.explain is not None
     assert top.explain.support == pytest.approx(support)
-    expected = support * (0.4 * max(0.0, top.vector_score or 0) + 0.6 * 2 / 3)
+    expected = support * (0.4 * max(0.0, top.vector_score or 0) + 0.6 * share)
     assert top.score == pytest.approx(expected)

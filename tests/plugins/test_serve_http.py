@@ -144,6 +144,9 @@ def test_unknown_routes_and_wrong_methods_answer_json_errors(server: Server) -> 
     assert wrong.status_code == 405
     assert wrong.headers["allow"] == "POST"
     assert wrong.json() == {"error": "GET /search is not allowed", "hint": "use POST"}
+    head = httpx.head(server.url + "/health", timeout=30)  # the app's HEAD, beside the Guard's GET
+    assert head.status_code == 200
+    assert head.content == b""
 
 
 def test_hostile_query_gives_valid_utf8_json(server: Server) -> None:
@@ -417,3 +420,71 @@ def test_http_searches_queue_for_a_search_thread_within_the_timeout(tmp_path: Pa
             assert 'memory_router_queries_total{backend="sqlite",outcome="ok"} 1' in counted
         finally:
             service.close()
+
+
+def test_the_guard_answers_the_fixed_json_routes_itself(tmp_path: Path) -> None:
+    """The Guard's table of fixed routes is read from the app's own routes: the same
+    handlers, every JSON route without a path parameter; ``/mcp``, ``/entries/{id}``,
+    HEAD, 404 and 405 stay with the app (the test above checks those answers)."""
+    from memory_router import Router
+    from memory_router_serve._server import build_app
+    from memory_router_serve._service import Service
+
+    with Router.from_config(make_config(tmp_path)) as router:
+        guard = build_app(Service(router, watch=False), "127.0.0.1", None)
+    assert set(guard.fixed) == {
+        ("POST", "/search"),
+        ("GET", "/get"),
+        ("POST", "/store"),
+        ("POST", "/recall"),
+        ("POST", "/forget"),
+        ("GET", "/entries"),
+        ("POST", "/context"),
+        ("POST", "/capture"),
+        ("GET", "/status"),
+        ("GET", "/health"),
+        ("GET", "/metrics"),
+    }
+    endpoints = {route.path: route.endpoint for route in guard.app.routes}
+    assert all(handler is endpoints[path] for (_, path), handler in guard.fixed.items())
+
+
+def test_the_writes_of_one_loop_turn_leave_as_one() -> None:
+    """uvicorn writes an answer's headers, then its body: :class:`JoinedWrites` sends them
+    in one write at the end of the loop turn; ``close`` sends what is held first."""
+    from memory_router_serve._writes import JoinedWrites
+
+    class Transport:  # the surface of an asyncio transport that uvicorn uses
+        def __init__(self) -> None:
+            self.writes: list[bytes] = []
+            self.closed = False
+
+        def write(self, data: bytes) -> None:
+            self.writes.append(data)
+
+        def is_closing(self) -> bool:
+            return self.closed
+
+        def close(self) -> None:
+            self.closed = True
+
+        def get_extra_info(self, name: str) -> str:
+            return f"info {name}"
+
+    async def turns() -> None:
+        transport = Transport()
+        joined = JoinedWrites(transport, asyncio.get_running_loop())
+        joined.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")
+        joined.write(b"{}")
+        assert transport.writes == []
+        await asyncio.sleep(0)
+        assert transport.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"]
+        joined.write(b"bye")
+        joined.close()
+        assert transport.writes[-1] == b"bye"
+        assert transport.closed
+        await asyncio.sleep(0)
+        assert len(transport.writes) == 2  # nothing written twice after the close
+        assert joined.get_extra_info("peername") == "info peername"
+
+    asyncio.run(turns())

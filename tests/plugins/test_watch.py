@@ -94,6 +94,23 @@ def test_a_burst_of_writes_is_one_sync(
     assert len(paths(router, "kumquat")) == 5
 
 
+def test_reading_the_workspace_wakes_no_one(
+    make: Callable[..., tuple[Router, Watcher]], tmp_path: Path
+) -> None:
+    """Opens and reads (every search reads the workspace) are not asked of inotify: the
+    observer delivers changes only. inotify keeps a watch's events in order, so once the
+    write after the reads has arrived, any read event would have arrived before it."""
+    router, watcher = make()
+    for _ in range(3):
+        (tmp_path / "ws" / "MEMORY.md").read_text()
+        list((tmp_path / "ws").iterdir())
+        router.search("Gerald")
+    (tmp_path / "ws" / "memory" / "after.md").write_text("written after the reads\n")
+    assert wait_until(lambda: watcher.stats.events >= 1)
+    assert watcher.stats.kinds
+    assert not watcher.stats.kinds & {"opened", "closed_no_write"}, watcher.stats.kinds
+
+
 def test_ignored_dirs_and_other_files_do_not_trigger(
     make: Callable[..., tuple[Router, Watcher]], tmp_path: Path
 ) -> None:

@@ -7,9 +7,10 @@ first, ties broken by id so the order is deterministic. Scores are in [0, 1].
 * :func:`weighted_fusion` — OpenClaw's merge: ``vw × vector + tw × text``, a missing side
   counts 0. Raw side scores are used as given (cosine; ``bm25_to_score``).
 * :func:`convex_fusion` — the default: each side normalised, then ``vw × v + tw × t``.
-  The keyword side is divided by its best score (its theoretical lower bound, no match, is
-  0), so BM25's spread survives instead of being squashed by ``x / (1 + x)``, and times
-  the share of the query's keywords the chunk holds (:func:`keyword_coverage`). The vector
+  The keyword side is BM25 divided by the query's best (its theoretical lower bound, no
+  match, is 0), so BM25's spread survives instead of being squashed by ``x / (1 + x)``,
+  and times the share of the query's keywords the chunk holds (:func:`keyword_coverage`),
+  each keyword weighted by its rarity among the candidates. The vector
   side is mapped through the model's calibration (:class:`VectorScale`): cosine at the
   model's noise level is 0, a near-duplicate is 1. So a vector hit keeps an absolute
   meaning and ``min_score`` can drop noise, while the keyword side ranks by its own spread.
@@ -32,6 +33,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from .keywords import score_to_bm25
 
 FusionMethod = Literal["convex", "minmax", "rrf", "zscore", "weighted"]
 FUSION_METHODS: tuple[FusionMethod, ...] = ("convex", "minmax", "rrf", "zscore", "weighted")
@@ -103,7 +106,7 @@ def _combine(
             vector_part=v_part,
             text_part=t_part,
             support=support,
-            vector_norm=v_norm.get(key) if key in vector else None,
+            vector_norm=v_norm.get(key),
         )
         for _, key, score, v_part, t_part in ranked[:limit]
     ]
@@ -157,6 +160,27 @@ def keyword_only_fusion(text: Mapping[str, float], coverage: float) -> list[Fuse
     return _combine({}, text, {}, max_scaled(text), 0.0, 1.0, support)
 
 
+def censored_bound(v_norm: Mapping[str, float], text: Mapping[str, float]) -> dict[str, float]:
+    """The vector side for every candidate: a keyword candidate the vector leg did not
+    return gets the leg's lowest (calibrated) score instead of 0.
+
+    The vector leg is the ``candidates`` nearest chunks, so a chunk it left out has a
+    cosine *at most* its last one — not an unrelated text's. Counting it as 0 took up to
+    the whole vector weight from a chunk BM25 ranks first (LoCoMo's "Which country were
+    Jolene and her mother visiting in 2010?": the answer turn, best BM25 of the query,
+    fell from rank 1 to 7 behind chunks both legs held). With no vector leg at all nothing
+    is filled in. A vector candidate the keyword leg left out keeps 0 on that side (most
+    often it holds none of the question's keywords; the symmetric bound was not measured).
+    """
+    out = dict(v_norm)
+    if not out:
+        return out
+    low = min(out.values())
+    for key in text:
+        out.setdefault(key, low)
+    return out
+
+
 def minmax(scores: Mapping[str, float]) -> dict[str, float]:
     """Scores rescaled to [0, 1] over the list; all-equal scores all become 1."""
     if not scores:
@@ -196,24 +220,29 @@ def convex_fusion(
     text_weight: float = 0.3,
     scale: VectorScale | None = None,
     coverage: Mapping[str, float] | None = None,
+    weighted_coverage: Mapping[str, float] | None = None,
     limit: int | None = None,
 ) -> list[Fused]:
-    """Calibrated cosine and best-scaled keyword scores in a convex combination, best
-    first (only the best ``limit`` when given).
+    """Calibrated cosine and best-scaled BM25 in a convex combination, best first (only
+    the best ``limit`` when given).
 
-    ``coverage`` (id → share of the query's keywords the chunk holds, see
-    :func:`~memory_router.kit.keyword_coverage`) multiplies the keyword side, so one common
-    word shared with a long question does not count as a full keyword match; and both
-    sides are scaled by the :func:`query_support` it gives, so a question the memory holds
-    only one word of scores low everywhere.
+    The keyword side is each candidate's BM25 (:func:`~memory_router.kit.bm25_to_score`
+    undone) divided by the query's best. ``coverage`` (id → share of the query's keywords
+    the chunk holds, see :func:`~memory_router.kit.keyword_coverage`) gives the
+    :func:`query_support` both sides are scaled by, so a question the memory holds only
+    one word of scores low everywhere; ``weighted_coverage`` (the same share with each
+    keyword weighted by its rarity among the candidates; ``coverage`` when not given)
+    multiplies the keyword side, so one common word shared with a long question — a
+    speaker's name — does not count as a keyword match.
     """
     scale = scale or VectorScale()
-    v_norm = {k: scale(s) for k, s in vector.items()}
-    t_norm = max_scaled(text)
+    v_norm = censored_bound({k: scale(s) for k, s in vector.items()}, text)
+    t_norm = max_scaled({k: score_to_bm25(s) for k, s in text.items()})
     if coverage is None:
         return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight, limit=limit)
     shares = {k: coverage.get(k, 1.0) for k in t_norm}
-    t_norm = {k: s * minor_share(shares[k], v_norm.get(k, 0.0)) for k, s in t_norm.items()}
+    ranked = weighted_coverage if weighted_coverage is not None else shares
+    t_norm = {k: s * minor_share(ranked.get(k, 1.0), v_norm.get(k, 0.0)) for k, s in t_norm.items()}
     support = query_support(v_norm, shares)
     return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight, support, limit)
 
@@ -318,19 +347,27 @@ def fuse(
     text_weight: float = 0.3,
     scale: VectorScale | None = None,
     coverage: Mapping[str, float] | None = None,
+    weighted_coverage: Mapping[str, float] | None = None,
     limit: int | None = None,
 ) -> list[Fused]:
     """Fuse two candidate lists with ``method`` (one of :data:`FUSION_METHODS`), best
     first: all of them, or the best ``limit``.
 
-    ``scale`` (the vector side's calibration) and ``coverage`` are used by ``convex`` only.
+    ``scale`` (the vector side's calibration), ``coverage`` and ``weighted_coverage`` are
+    used by ``convex`` only.
     """
     vw, tw = vector_weight, text_weight
     if method == "convex":
         return convex_fusion(
-            vector, text, vector_weight=vw, text_weight=tw, scale=scale, coverage=coverage,
+            vector,
+            text,
+            vector_weight=vw,
+            text_weight=tw,
+            scale=scale,
+            coverage=coverage,
+            weighted_coverage=weighted_coverage,
             limit=limit,
-        )  # fmt: skip
+        )
     return _fuse_other(method, vector, text, vw, tw)[:limit]
 
 

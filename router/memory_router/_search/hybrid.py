@@ -15,7 +15,7 @@ from .._config.config import HybridConfig
 from .._types import Explain, Hit, ScoredChunk
 from .calibration import vector_scale
 from .fusion import Fused, fuse, keyword_only_fusion
-from .snippets import best_keyword_coverage, keyword_coverages
+from .snippets import best_keyword_coverage, keyword_shares
 
 
 def fuse_chunks(
@@ -80,6 +80,7 @@ def _fused(
     model: str | None,
     limit: int | None,
 ) -> list[Fused]:
+    coverage, weighted = keyword_shares(query, {k: r.text for k, r in keyword.items()})
     return fuse(
         hybrid.fusion,
         vector,
@@ -87,7 +88,8 @@ def _fused(
         vector_weight=hybrid.vector_weight,
         text_weight=hybrid.text_weight,
         scale=vector_scale(model) if model is not None else None,
-        coverage=keyword_coverages(query, {k: r.text for k, r in keyword.items()}),
+        coverage=coverage,
+        weighted_coverage=weighted,
         limit=limit,
     )
 

@@ -8,7 +8,8 @@
   :func:`extract_keywords` without the English function words and question filler
   ("her", "both", "kind", "likely", …) that OpenClaw's list keeps, plus the query's numbers.
 * :func:`build_or_query` — the quoted ``OR`` of keywords (one BM25 query, match-any).
-* :func:`bm25_to_score` — FTS5's ``bm25()`` rank mapped into [0, 1].
+* :func:`bm25_to_score` — FTS5's ``bm25()`` rank mapped into [0, 1] (:func:`score_to_bm25`
+  maps it back).
 
 Every string these functions return is safe inside ``MATCH``: each term is a quoted FTS5
 string with ``"`` removed, so no user text is ever parsed as FTS5 syntax.
@@ -113,6 +114,16 @@ def bm25_to_score(rank: float) -> float:
         relevance = -rank
         return relevance / (1 + relevance)
     return 1 / (1 + rank)
+
+
+def score_to_bm25(score: float) -> float:
+    """The BM25 relevance behind a :func:`bm25_to_score` score (its inverse): ``s / (1 − s)``.
+
+    Fusion divides a query's keyword scores by its best; on the squashed scale ranks 1–40
+    of one query span ~0.05, so that quotient would hardly tell them apart.
+    """
+    bounded = min(max(score, 0.0), 1.0 - 1e-9)
+    return bounded / (1.0 - bounded)
 
 
 def _segments(text: str) -> list[str]:

@@ -16,8 +16,10 @@ def _side(value: float | None) -> str:
 def _cosine(explain: Explain) -> str:
     """The raw cosine, and as the model's calibration maps it when it does."""
     raw = _side(explain.vector_score)
-    if explain.vector_norm is None or explain.vector_score is None:
+    if explain.vector_norm is None:
         return raw
+    if explain.vector_score is None:  # not in the vector leg: its lowest, a bound
+        return f"— (at most the leg's lowest, calibrated {explain.vector_norm:.3f})"
     return f"{raw} (calibrated {explain.vector_norm:.3f})"
 
 

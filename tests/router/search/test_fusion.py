@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from memory_router._search.fusion import MATCH_LEVEL, minor_share
+from memory_router._search.keywords import score_to_bm25
+from memory_router._search.snippets import rarity_weights
 from memory_router.kit import (
     FUSION_METHODS,
     VectorScale,
+    bm25_to_score,
     convex_fusion,
     fuse,
     keyword_coverage,
@@ -20,6 +25,11 @@ from memory_router.kit import (
 
 VECTOR = {"a": 0.9, "b": 0.6, "c": 0.3}
 TEXT = {"b": 0.8, "d": 0.4}
+
+
+def bm25(relevance: float) -> float:
+    """A keyword candidate's score as backends give it (FTS5 ranks are negative)."""
+    return bm25_to_score(-relevance)
 
 
 def scores(fused: list) -> dict[str, float]:  # type: ignore[type-arg]
@@ -45,8 +55,9 @@ def test_minmax_normalises_each_side_over_its_candidates() -> None:
 def test_convex_scales_text_by_its_best_and_calibrates_cosine() -> None:
     scale = VectorScale(floor=0.3, ceiling=0.9)
     fused = convex_fusion(VECTOR, TEXT, vector_weight=0.6, text_weight=0.4, scale=scale)
-    # vector: a 1, b 0.5, c 0 (at the floor); text: b 1, d 0.5.
-    assert scores(fused) == {"a": 0.6, "b": 0.7, "c": 0.0, "d": 0.2}
+    # vector: a 1, b 0.5, c 0 (at the floor; d, left out of the vector leg, gets its
+    # lowest: 0); text: BM25 4 and 2/3 behind the squashed 0.8 and 0.4, so b 1, d 1/6.
+    assert scores(fused) == {"a": 0.6, "b": 0.7, "c": 0.0, "d": round(0.4 / 6, 6)}
     assert scale(0.1) == 0.0
     assert scale(0.95) == 1.0
 
@@ -112,7 +123,7 @@ def test_vector_scale_knows_minilm_and_leaves_other_models_raw() -> None:
 def test_coverage_scales_the_keyword_side_of_convex() -> None:
     assert keyword_coverage("how do colleagues share progress", "shared fixtures") == 1 / 3
     assert keyword_coverage("the of and", "anything") == 1.0  # no keywords: no penalty
-    fused = convex_fusion({}, {"x": 4.0, "y": 2.0}, coverage={"x": 0.5, "y": 1.0})
+    fused = convex_fusion({}, {"x": bm25(4.0), "y": bm25(2.0)}, coverage={"x": 0.5, "y": 1.0})
     # x holds half the keywords and no vector vouches for it: its share counts twice.
     assert scores(fused) == {"x": 0.075, "y": 0.15}
 
@@ -129,7 +140,7 @@ def test_a_minor_share_of_the_keywords_counts_again_unless_close_in_meaning() ->
     assert minor_share(2 / 3, 0.0) == 2 / 3  # most of the keywords: as before
     fused = convex_fusion(
         {"car": 0.40, "refunds": 0.10},
-        {"car": 5.0, "refunds": 5.0, "full": 5.0},
+        {"car": bm25(5.0), "refunds": bm25(5.0), "full": bm25(5.0)},
         coverage={"car": 0.5, "refunds": 0.5, "full": 1.0},
         **MINILM,
     )
@@ -143,7 +154,7 @@ def test_support_lowers_a_query_the_memory_holds_one_word_of() -> None:
     # "what coffee do I order": the best keyword candidate holds "order", one keyword of
     # two, and nothing is close in meaning (MiniLM cosines under its match level).
     vector = {"refunds": 0.10, "kestrel": 0.20}
-    text = {"refunds": 6.0, "kestrel": 3.0}
+    text = {"refunds": bm25(6.0), "kestrel": bm25(3.0)}
     half = {"refunds": 0.5, "kestrel": 0.5}
     fused = convex_fusion(vector, text, **MINILM, coverage=half)
     assert {f.support for f in fused} == {0.5}
@@ -158,6 +169,33 @@ def test_support_lowers_a_query_the_memory_holds_one_word_of() -> None:
     assert {f.support for f in close} == {1.0}
     # Without a keyword side there is nothing to measure the question by.
     assert {f.support for f in convex_fusion(vector, {}, **MINILM, coverage={})} == {1.0}
+
+
+def test_convex_divides_bm25_itself_by_the_best_not_its_squashed_score() -> None:
+    # Squashed, BM25 8 and 2 are 0.889 and 0.667: a quotient of 0.75 would let a chunk
+    # with a quarter of the best keyword match pass for three quarters of it.
+    fused = convex_fusion(
+        {}, {"best": bm25(8.0), "weak": bm25(2.0)}, vector_weight=0.0, text_weight=1.0
+    )
+    assert scores(fused) == {"best": 1.0, "weak": 0.25}
+    assert score_to_bm25(bm25(8.0)) == pytest.approx(8.0)
+
+
+def test_a_keyword_on_every_candidate_counts_little_in_the_share() -> None:
+    # "When did Melanie's friend adopt a child?" in a conversation with Melanie on every
+    # line: holding "melanie" and "adopt" is more of the question than "melanie",
+    # "friend" and "child", which half the candidates hold.
+    question = "When did Melanie's friend adopt a child?"
+    texts = ["Melanie: my sister adopted a puppy"] + [
+        "Melanie: a friend of my child" if i % 2 else "Melanie: the weather" for i in range(19)
+    ]
+    weights = rarity_weights(question, texts)
+    assert weights["melanie"] == pytest.approx(math.log(1 + 20 / 20.5))
+    assert weights["adopt"] > weights["friend"] > weights["melanie"]
+    adopt = keyword_coverage(question, texts[0], weights)
+    friend_child = keyword_coverage(question, texts[2], weights)
+    assert keyword_coverage(question, texts[0]) < keyword_coverage(question, texts[2])
+    assert adopt > friend_child  # weighted by rarity, the rare keyword decides
 
 
 @pytest.mark.parametrize("method", FUSION_METHODS)
