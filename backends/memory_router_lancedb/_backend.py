@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +45,9 @@ from ._store import LanceStore, Pointer, Tables
 from ._sync import settled, sync_generation
 from ._vectors import VectorCache
 from ._warm import FtsWarmth
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 
 @dataclass(frozen=True, slots=True)

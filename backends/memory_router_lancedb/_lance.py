@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import atexit
 import os
-import random
 import re
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memory_router import BackendError, BackendUnavailable, MemoryRouterError
 from memory_router.kit import wait_future
+
+if TYPE_CHECKING:  # a local read runs no call on a thread (concurrent.futures: ~15 ms)
+    from concurrent.futures import Future
 
 T = TypeVar("T")
 INSTALL_HINT = "install the extra: pip install 'memory-router[lancedb]'"
@@ -167,7 +167,7 @@ def within(action: Callable[[], T], timeout_s: float) -> T:
     """
     try:
         return wait_future(on_thread(action), timeout_s)
-    except FutureTimeout:
+    except TimeoutError:  # concurrent.futures.TimeoutError is this class since Python 3.11
         _cancel_at_exit()
         raise NoAnswer(f"no answer within {timeout_s:g} s") from None
 
@@ -210,6 +210,8 @@ def on_thread(fn: Callable[..., T], *args: Any) -> Future[T]:
     """``fn(*args)`` on a daemon thread of its own: a ``ThreadPoolExecutor``'s workers are
     joined when the interpreter exits, so one stuck on an unanswering object store would
     keep the command alive long after it answered."""
+    from concurrent.futures import Future
+
     future: Future[T] = Future()
 
     def run() -> None:
@@ -245,6 +247,8 @@ def with_retries(action: Callable[[], T], *, attempts: int, budget_s: float = 12
         except Exception as error:
             if not retryable(error) or attempt == attempts or time.monotonic() > deadline:
                 raise
+        import random  # only here: a read never retries
+
         time.sleep(delay * (0.5 + random.random()))
         delay = min(delay * 2, 2.0)
     raise AssertionError("unreachable")  # pragma: no cover

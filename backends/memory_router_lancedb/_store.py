@@ -12,17 +12,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import shutil
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_router import BackendUnavailable, MemoryRouterError
 from memory_router.kit import wait_future
@@ -30,6 +27,9 @@ from memory_router.kit import wait_future
 from . import _light, _schema
 from ._lance import lancedb, on_thread, translate, unreachable, with_retries, within
 from ._settings import LanceSettings, is_remote
+
+if TYPE_CHECKING:  # a local read runs no call on a thread (concurrent.futures: ~15 ms)
+    from concurrent.futures import Future
 
 KINDS = ("chunks", "entries", "files")
 STAGING_KEY = "staging"
@@ -122,7 +122,7 @@ class LanceStore:
             while True:
                 try:
                     return wait_future(future, self.call_timeout_s)
-                except FutureTimeout:
+                except TimeoutError:  # concurrent.futures' since Python 3.11
                     self._probe()
         except BaseException:
             if not future.done() and self._writer == threading.get_ident():
@@ -155,7 +155,7 @@ class LanceStore:
             return
         try:
             abandoned.exception(self.call_timeout_s)  # its own error was reported then
-        except FutureTimeout:
+        except TimeoutError:
             raise BackendUnavailable(
                 f"lancedb {doing} failed at {self.shown_uri}: an earlier write, given up on"
                 " when the object store stopped answering, is still running"
@@ -435,6 +435,8 @@ class LanceStore:
         except Exception:
             if self.remote:
                 raise
+            import shutil  # only here: its import (bz2, lzma) is ~5 ms of every search
+
             shutil.rmtree(Path(self.uri) / f"{name}.lance", ignore_errors=True)
 
     def close(self) -> None:

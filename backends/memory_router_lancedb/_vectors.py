@@ -53,7 +53,10 @@ class Loaded:
 def _loaded(key: tuple[str, int], data: Any, dims: int) -> Loaded:
     """A :class:`Loaded` from rows read with their row ids."""
     vectors = data.column("vector").combine_chunks()
-    flat = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    # The list values by hand: ``flatten()`` would import ``pyarrow.compute`` (~50 ms of a
+    # one-shot search); a fixed-size list's values start at ``offset × dims``.
+    values = vectors.values.slice(vectors.offset * dims, len(vectors) * dims)
+    flat = values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
     matrix = flat.reshape(len(vectors), dims) if len(vectors) else flat.reshape(0, dims)
     row_ids = np.asarray(data.column("_rowid").to_pylist(), dtype=np.uint64)
     return Loaded(

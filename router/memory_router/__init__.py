@@ -24,14 +24,9 @@ until the next minor release.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from ._util.lazy import public_api
-
-# A library logs, the application shows: without this, Python's last-resort handler would
-# print the router's warnings (fallbacks, circuit breakers) on every CLI's stderr.
-logging.getLogger("memory_router").addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
 

@@ -150,6 +150,12 @@ class Router:
         """The backend called ``name``, built on first use."""
         return self._backends.get(name)
 
+    def check_backend_names(self, names: Iterable[str]) -> None:
+        """Refuse a name no installed backend has, in the chain or not: :class:`NotFound`
+        (``key`` the name, the installed ones in the hint). The one check of a backend
+        name given by a caller: :meth:`sync`, :meth:`backend` and ``reset`` apply it."""
+        self._backends.check_names(names)
+
     @property
     def is_closed(self) -> bool:
         """Whether :meth:`close` was called: every operation but reading files then fails."""

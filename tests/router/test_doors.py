@@ -88,6 +88,7 @@ ROUTER_DOORS: dict[str, tuple[Callable[[Router], Any], str]] = {
 ROUTER_NOT_DOORS = {
     "backend": "builds a backend; reads no memory",
     "breakers": "the breakers' states",
+    "check_backend_names": "checks names against the installed backends",
     "check_workspace": "the check itself",
     "close": "closes backends",
     "embedding_setup": "builds the embedder",

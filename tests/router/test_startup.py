@@ -77,7 +77,7 @@ NOT_FOR_HELP = ("memory_router.cli._memory", "memory_router.cli._bench", "memory
                 "memory_router._workspace.snapshot",
                 "memory_router.service", "tomllib", "sqlite3", "_sqlite3", "sqlean",
                 "http.client", "importlib.metadata", "concurrent.futures", "statistics",
-                "random")  # fmt: skip
+                "random", "logging")  # fmt: skip
 
 HELP = """
 import contextlib, io, json, sys
@@ -119,6 +119,29 @@ print(json.dumps({"top": top, "public": public, "router": "memory_router._router
         "public": sorted([*light, "memory_router.agent", "memory_router.kit"]),
         "router": True,
     }
+
+
+@pytest.mark.slow
+def test_a_fallback_logged_by_the_router_stays_off_a_cli_stderr(tmp_path: Path) -> None:
+    # The core's logger (and its NullHandler) is made when something is first logged, not
+    # at import (a search that logs nothing imports no `logging`); without the NullHandler,
+    # Python's last-resort handler would print the fallback's warning on stderr.
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / "MEMORY.md").write_text("# Notes\n\nDeploys run on Tuesdays.\n")
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'workspace = "{tmp_path / "workspace"}"\nstate_dir = "{tmp_path / "state"}"\n'
+        '[embedding]\nprovider = "none"\n[router]\nchain = ["qmd", "sqlite"]\n'
+        '[backends.qmd]\ncommand = "/nonexistent/qmd/dist/cli/qmd.js"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_ROUTER_")}
+    search = subprocess.run(
+        [sys.executable, "-m", "memory_router", "--config", str(config), "search", "deploys"],
+        capture_output=True, text=True, timeout=120, env=env, check=False,
+    )  # fmt: skip
+    assert search.returncode == 0, search.stderr
+    assert "Answered by sqlite" in search.stdout  # it fell back (and logged that it did)
+    assert "fell back" not in search.stderr, search.stderr
 
 
 def command_modules() -> dict[str, click.Command]:
@@ -197,9 +220,13 @@ print(json.dumps({"heavy": [m for m in json.loads(sys.argv[2]) if m in sys.modul
                   "out": out.getvalue()}))
 """
     heavy = [m for m in HEAVY if m not in ("memory_router_sqlite._backend", "sqlite_vec")]
-    # Nor HTTP (no server runs), migration, redaction (no transcripts) or another command.
+    # Nor HTTP (no server runs), migration, redaction (no transcripts), another command, a
+    # thread pool or a child process (nothing waits on either), logging (nothing is logged).
     heavy += [
         "http.client",
+        "concurrent.futures",
+        "subprocess",
+        "logging",
         "memory_router._migrate.migration",
         "memory_router._workspace.redact",
         "memory_router.cli._bench",

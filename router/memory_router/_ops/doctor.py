@@ -323,7 +323,11 @@ def _overlaps(a: Path, b: Path) -> bool:
 
 
 def reset(router: Router, names: list[str]) -> list[str]:
-    """Delete the derived state of backends ``names`` (never Markdown); what was removed."""
+    """Delete the derived state of backends ``names`` (never Markdown); what was removed.
+
+    Any installed backend, in the chain or not; :class:`NotFound` for another name,
+    before anything is deleted."""
+    router.check_backend_names(names)
     removed: list[str] = []
     for name in names:
         try:

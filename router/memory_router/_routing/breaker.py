@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from .._exceptions import CircuitOpen as CircuitOpen  # its home until now; re-exported
 from .._types import BreakerState
 
-log = logging.getLogger("memory_router.chain")
+if TYPE_CHECKING:
+    import logging
+
+_logger: logging.Logger | None = None
+_making = threading.Lock()
+
+
+def log() -> logging.Logger:
+    """The core's logger (``memory_router.chain``), made when something is first logged:
+    ``import logging`` (with ``traceback``, ``string``…) is ~10 ms of every CLI command,
+    and a search that neither falls back nor trips a breaker logs nothing."""
+    global _logger
+    with _making:
+        if _logger is None:
+            import logging
+
+            # A library logs, the application shows: without this, Python's last-resort
+            # handler would print the router's warnings on every CLI's stderr.
+            logging.getLogger("memory_router").addHandler(logging.NullHandler())
+            _logger = logging.getLogger("memory_router.chain")
+        return _logger
 
 
 class CircuitBreaker:
@@ -57,7 +77,7 @@ class CircuitBreaker:
             self._probing = False
             self._opened_at = None
         if was != "closed":  # once per state change, never per call
-            log.info("backend %s recovered: circuit closed (was %s)", self.name, was)
+            log().info("backend %s recovered: circuit closed (was %s)", self.name, was)
 
     def failure(self, error: str, *, severe: bool = False) -> None:
         with self._lock:
@@ -72,7 +92,7 @@ class CircuitBreaker:
             opened = was != "open" and self._state == "open"
             failures = self._failures
         if opened:
-            log.warning(
+            log().warning(
                 "backend %s: circuit opened after %d failure(s), not asked for %g s: %s",
                 self.name,
                 failures,
@@ -139,5 +159,5 @@ class FallbackLog:
             self._last[backend] = (reason, now)
             quiet = self._quiet.pop(backend, 0)
         more = f" ({quiet} more like it not logged)" if quiet else ""
-        log.warning("search fell back from backend %s: %s%s", backend, reason, more)
+        log().warning("search fell back from backend %s: %s%s", backend, reason, more)
         return True

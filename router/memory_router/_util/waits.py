@@ -11,12 +11,14 @@ within that time; on any other thread they wait in one piece, as the plain call 
 
 from __future__ import annotations
 
-import concurrent.futures
-import subprocess
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # imported where used: a keyword-only CLI search needs neither
+    import concurrent.futures
+    import subprocess
 
 T = TypeVar("T")
 
@@ -58,6 +60,7 @@ def acquire_lock(lock: Any, timeout: float | None = None) -> bool:
 
 def wait_future(future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
     """:meth:`concurrent.futures.Future.result`: raises ``TimeoutError`` past ``timeout``."""
+    import concurrent.futures
 
     def done(step: float | None) -> bool:
         return bool(concurrent.futures.wait([future], timeout=step).done)
@@ -70,6 +73,8 @@ def wait_future(future: concurrent.futures.Future[T], timeout: float | None = No
 def communicate(process: subprocess.Popen[Any], timeout: float | None) -> tuple[Any, Any]:
     """:meth:`subprocess.Popen.communicate` (retrying it after a slice loses no output);
     past ``timeout`` raises ``TimeoutExpired`` with what was read so far."""
+    import subprocess
+
     answer: list[tuple[Any, Any]] = []
     expired: list[subprocess.TimeoutExpired] = []
 

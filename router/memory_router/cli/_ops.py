@@ -7,6 +7,7 @@ import dataclasses
 import click
 
 from memory_router._config.config import load_config
+from memory_router._exceptions import NotFound
 from memory_router._ops import doctor as _doctor
 from memory_router._ops.agents import agent_line, list_agents
 
@@ -66,13 +67,14 @@ def reset(ctx: click.Context, backends: tuple[str, ...], yes: bool) -> None:
     # Any installed backend, not only the chain's: an index left by a backend taken out of
     # the chain (after a migration) is still derived state somebody wants gone.
     names = list(dict.fromkeys(backends)) or list(router.config.router.chain)
-    unknown = [name for name in names if name not in router.backend_specs]
-    if unknown:
+    try:
+        router.check_backend_names(names)  # before asking: the answer would be wasted
+    except NotFound as error:
         raise click.BadParameter(
-            f"no backend named {unknown[0]!r} is installed"
+            f"no backend named {error.key!r} is installed"
             f" (installed: {', '.join(sorted(router.backend_specs))})",
             param_hint="--backend",
-        )
+        ) from None
     if not yes:
         click.confirm(
             f"Delete the index of {', '.join(names)} for agent {router.config.agent_id!r}"

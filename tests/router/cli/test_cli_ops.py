@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from memory_router import NotFound, Router
+from memory_router._ops import doctor as _doctor
 from memory_router.cli import build_cli
 
 ConfigWriter = Callable[..., Path]
@@ -206,6 +208,21 @@ def test_reset_removes_the_index_of_a_backend_taken_out_of_the_chain(
     assert "not in the chain: nothing will rebuild it" in result.output
     assert not folder.exists()
     assert index_path(config).exists()  # the chain's own index is kept
+
+
+def test_reset_through_the_library_refuses_an_unknown_name_before_deleting(
+    write_workspace: WorkspaceWriter, write_config: ConfigWriter, hashing: str
+) -> None:
+    # The CLI and the library share one name check (Router.check_backend_names).
+    write_workspace()
+    config = write_config(hashing)
+    assert run("--config", str(config), "index").exit_code == 0
+    with Router.from_config(config) as router:
+        with pytest.raises(NotFound) as caught:
+            _doctor.reset(router, ["sqlite", "nope"])
+        assert caught.value.key == "nope"
+        assert "sqlite" in str(caught.value.hint)
+    assert index_path(config).exists()  # "sqlite" came first and was kept all the same
 
 
 def test_agents_lists_every_agent_with_size_and_health(
