@@ -29,6 +29,7 @@ from memory_router.kit import (
     Staging,
     SyncTally,
     fuse_chunks,
+    fuse_nearest,
     keyword_chunks,
     vectors_footprint,
 )
@@ -43,6 +44,7 @@ from ._settings import SqliteSettings
 from ._store import Store, remove_db
 from ._sync import sync_store
 from ._transfer import SqliteStaging, export_chunks
+from ._vectors import Matrix
 
 FTS_ONLY = "fts-only"
 
@@ -149,23 +151,48 @@ class SqliteBackend(Backend):
             vector = self._vector_leg(conn, scope, query_vector, {})
             only = [self._hit(r, vector_score=r.score) for r in vector.values()]
             return BackendResult(hits=tuple(self._with_entries(conn, only)), mode="vector")
-        keyword_side = _search.keyword_or if hybrid.keyword_query == "or" else _search.keyword_and
-        keyword = keyword_side(conn, scope, request.query)
-        vector = self._vector_leg(conn, scope, query_vector, keyword)
-        hits = fuse_chunks(
-            hybrid,
-            vector,
-            keyword,
-            query=request.query,
-            model=self.context.embedder.model,
-            backend=self.name,
-            limit=request.candidates,
-        )
         return BackendResult(
-            hits=tuple(self._with_entries(conn, hits)),
+            hits=tuple(self._with_entries(conn, self._fused(conn, scope, request, query_vector))),
             mode="hybrid",
             relaxed_min_score=hybrid.text_weight,
         )
+
+    def _fused(
+        self, conn: Any, scope: Scope, request: SearchRequest, query_vector: Any
+    ) -> list[Hit]:
+        """The hybrid search's legs fused. With the vectors in memory the vector leg is
+        fused on its scores, and only the rows of the vector candidates kept that the
+        keyword leg did not find are read (most are not kept: 76 of 80 read for nothing
+        at 100k chunks with the bench's hashing vectors)."""
+        hybrid = self.context.config.query.hybrid
+        keyword_side = _search.keyword_or if hybrid.keyword_query == "or" else _search.keyword_and
+        keyword = keyword_side(conn, scope, request.query)
+        model = self.context.embedder.model if self.context.embedder else None
+        matrix = self._in_memory(conn, query_vector)
+        if matrix is None:
+            vector = self._vector_leg(conn, scope, query_vector, keyword)
+            return fuse_chunks(
+                hybrid, vector, keyword, query=request.query, model=model, backend=self.name,
+                limit=request.candidates,
+            )  # fmt: skip
+        nearest = {n.id: n for n in matrix.top(query_vector, scope.limit, scope.sources)}
+        return fuse_nearest(
+            hybrid,
+            {i: n.score for i, n in nearest.items()},
+            keyword,
+            read=lambda ids: _search.vector_details(conn, [nearest[i] for i in ids], {}),
+            query=request.query,
+            model=model,
+            backend=self.name,
+            limit=request.candidates,
+        )
+
+    def _in_memory(self, conn: Any, query_vector: Any) -> Matrix | None:
+        """The vectors in memory when the vector leg scans them (``None``: sqlite-vec KNN
+        answers it, or the query is the zero vector)."""
+        if not query_vector.any() or self._use_vec(conn, len(query_vector)):
+            return None
+        return self.store.matrix(conn, self.model)
 
     def _vector_leg(
         self, conn: Any, scope: Scope, query_vector: Any, known: Mapping[str, Row]

@@ -7,7 +7,7 @@ keyword helpers, and ``LIKE`` patterns are escaped, so no query text is parsed a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -26,7 +26,7 @@ from ._parallel import share
 from ._vectors import Matrix, encode
 
 if TYPE_CHECKING:
-    from ._vectors import Vector
+    from ._vectors import Nearest, Vector
 
 MAX_TERMS = 64  # a pasted megabyte of text is not a useful FTS query; its head is
 _COLUMNS = "id, path, source, start_line, end_line, text"
@@ -252,11 +252,22 @@ def vector_rows(
         return _knn(conn, scope, query)
     if matrix is None:
         return {}
-    known = known or {}
-    best = matrix.top(query, scope.limit, scope.sources)
-    details = _details(conn, [i for i, _ in best if i not in known])
-    rows = {i: known.get(i) or details.get(i) for i, _ in best}
-    return {i: replace(row, score=s) for i, s in best if (row := rows[i]) is not None}
+    return vector_details(conn, matrix.top(query, scope.limit, scope.sources), known or {})
+
+
+def vector_details(
+    conn: Connection, best: Sequence[Nearest], known: Mapping[str, Row]
+) -> dict[str, Row]:
+    """The rows of ``best`` (best first) scored by their cosine; rows in ``known`` are not
+    read again, chunks no longer stored are left out."""
+    details = _details(conn, {n.id: n for n in best if n.id not in known})
+    found = {}
+    for n in best:
+        if (row := details.get(n.id)) is None and (row := known.get(n.id)) is not None:
+            row = Row(row.id, row.path, row.source, row.start_line, row.end_line, row.text, n.score)
+        if row is not None:
+            found[n.id] = row
+    return found
 
 
 def _knn(conn: Connection, scope: Scope, query: Vector) -> dict[str, Row]:
@@ -281,12 +292,29 @@ def _knn(conn: Connection, scope: Scope, query: Vector) -> dict[str, Row]:
     return out
 
 
-def _details(conn: Connection, ids: Iterable[str]) -> dict[str, Row]:
-    ids = list(ids)
+def _details(conn: Connection, wanted: Mapping[str, Nearest]) -> dict[str, Row]:
+    """The stored rows of ``wanted`` (by chunk id), each scored by its cosine: read by
+    rowid (half the work of finding each id), then by id those a write since moved."""
     found: dict[str, Row] = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        marks = ",".join("?" * len(part))
-        for r in conn.execute(f"SELECT {_COLUMNS} FROM chunks WHERE id IN ({marks})", part):
-            found[r[0]] = Row(r[0], r[1], r[2], int(r[3]), int(r[4]), r[5], 0.0)
+    _read(conn, "rowid", [n.rowid for n in wanted.values()], wanted, found)
+    if len(found) < len(wanted):
+        _read(conn, "id", [i for i in wanted if i not in found], wanted, found)
     return found
+
+
+def _read(
+    conn: Connection,
+    column: str,
+    keys: Sequence[object],
+    wanted: Mapping[str, Nearest],
+    found: dict[str, Row],
+) -> None:
+    """Add to ``found`` the rows of ``chunks`` whose ``column`` is one of ``keys`` and
+    whose id is ``wanted``."""
+    for start in range(0, len(keys), 500):
+        part = keys[start : start + 500]
+        marks = ",".join("?" * len(part))
+        sql = f"SELECT {_COLUMNS} FROM chunks WHERE {column} IN ({marks})"
+        for r in conn.execute(sql, part):
+            if (n := wanted.get(r[0])) is not None:
+                found[r[0]] = Row(r[0], r[1], r[2], int(r[3]), int(r[4]), r[5], n.score)

@@ -77,6 +77,7 @@ class Store:
         # into place under a reader's open connection (that gave "disk I/O error").
         self._gate = threading.Condition()
         self._readers = 0
+        self._held = threading.local()  # readers the calling thread holds (``count``)
         self._swapping = False
         self._idle: list[Connection] = []
         self._generation = 0
@@ -257,31 +258,46 @@ class Store:
     def has_fts(self) -> bool:
         return self.fts_error is None
 
-    def follow_swaps(self) -> None:
+    def follow_swaps(self, *, wait: bool = True) -> None:
         """Reopen every connection if another process swapped a rebuilt index into place.
 
         Connections keep reading the file they opened even after it was replaced (and
         writes would go to the replaced file), so a changed inode means: start over.
+        Without ``wait`` (a reader) nothing happens while this process writes: the write
+        lock's holder may be a swap waiting for that very reader; the next reader follows.
         """
         if self.read_only or self.damage is not None or _inode(self.path) in (self._inode, None):
             return
-        with self.write_lock, self._files():
-            if _inode(self.path) not in (self._inode, None) and not self._closed:
-                self._drop_connections()
-                self.changed()
-                self.writer = self._open_writer()
+        if not self.write_lock.acquire(blocking=wait):
+            return
+        try:
+            with self._files():
+                if _inode(self.path) not in (self._inode, None) and not self._closed:
+                    self._drop_connections()
+                    self.changed()
+                    self.writer = self._open_writer()
+        finally:
+            self.write_lock.release()
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[Connection]:
-        """A read connection for the current file, returned to the pool afterwards."""
+        """A read connection for the current file, returned to the pool afterwards.
+
+        A thread already holding a reader (a search taking a second one for its other
+        half) does not wait for a swap: the swap waits for that first reader, so waiting
+        here would hold both forever.
+        """
+        held = getattr(self._held, "count", 0)
         with self._gate:
-            while self._swapping:
+            while self._swapping and not held:
                 self._gate.wait(_GATE_SLICE_S)
             self._readers += 1
+        self._held.count = held + 1
         try:
             with self._reader() as conn:
                 yield conn
         finally:
+            self._held.count = held
             with self._gate:
                 self._readers -= 1
                 self._gate.notify_all()
@@ -290,7 +306,7 @@ class Store:
     def _reader(self) -> Iterator[Connection]:
         if self.damage is not None:
             raise self.damaged_error()
-        self.follow_swaps()
+        self.follow_swaps(wait=False)
         with self._pool_lock:
             if self._closed:
                 raise BackendUnavailable("the sqlite backend is closed", backend=self.name)
@@ -348,7 +364,9 @@ class Store:
         if cached is not None and cached[0] == model:
             return cached[1]
         version = self._version
-        rows = conn.execute("SELECT id, source, embedding FROM chunks WHERE model = ?", (model,))
+        rows = conn.execute(
+            "SELECT id, source, embedding, rowid FROM chunks WHERE model = ?", (model,)
+        )
         matrix = Matrix(rows)
         with self._pool_lock:
             if version == self._version:  # no write happened while loading

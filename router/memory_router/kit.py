@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ._search.fusion import weighted_fusion as weighted_fusion
     from ._search.fusion import zscore_fusion as zscore_fusion
     from ._search.hybrid import fuse_chunks as fuse_chunks
+    from ._search.hybrid import fuse_nearest as fuse_nearest
     from ._search.hybrid import keyword_chunks as keyword_chunks
     from ._search.keywords import bm25_to_score as bm25_to_score
     from ._search.keywords import build_match_query as build_match_query

@@ -158,3 +158,58 @@ def test_searches_survive_rebuilds_swapped_in_by_other_processes(
     assert len(counts) >= 200
     assert results[2]["rounds"] >= 20  # type: ignore[operator]
     assert results[3]["rounds"] >= 20  # type: ignore[operator]
+
+
+def test_a_second_reader_of_one_thread_does_not_wait_for_a_swap_waiting_for_its_first(
+    tmp_path: Path,
+) -> None:
+    """A search takes a second reader for its other half while holding one; a rebuild of
+    this process swapping the file in between waits for the first, so the second must not
+    wait for the swap (before, both waited forever)."""
+    old = testing.router_config(tmp_path, notes(tmp_path), backend="sqlite")
+    new = testing.router_config(
+        tmp_path / "new", notes(tmp_path / "new", word="zephyr"), backend="sqlite"
+    )
+    with Router.from_config(new, plugins=[testing]) as router:
+        router.sync()
+    router = Router.from_config(old, plugins=[testing])  # closed only if nothing hung
+    router.sync()
+    store = router.backend("sqlite").store  # type: ignore[attr-defined]
+    temp = store.temp_path()
+    shutil.copy(tmp_path / "new/state/agents/main/memory.sqlite", temp)
+    nested, other_done = threading.Event(), threading.Event()
+
+    def swap() -> None:
+        with store.write_lock:
+            store.replace_with(temp)
+
+    def other_reader() -> None:  # another thread's first reader: it waits for the swap
+        with store.reader():
+            other_done.set()
+
+    def search_halves() -> None:
+        with store.reader():
+            swapper.start()
+            deadline = time.monotonic() + 30
+            while not store._swapping and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert store._swapping, "the swap did not start waiting for the reader"
+            with store.reader() as conn:  # the other half's reader
+                assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0
+                nested.set()
+            other.start()
+            assert not other_done.wait(0.3)
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    other = threading.Thread(target=other_reader, daemon=True)
+    search = threading.Thread(target=search_halves, daemon=True)
+    search.start()
+    search.join(timeout=30)
+    assert nested.is_set(), "the second reader waited for a swap waiting for the first"
+    swapper.join(timeout=30)
+    assert not swapper.is_alive(), "the swap never ended"
+    other.join(timeout=30)
+    assert other_done.is_set()
+    assert hits(router, "zephyr3")
+    assert not hits(router, "topic3")
+    router.close()

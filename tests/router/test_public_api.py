@@ -103,6 +103,7 @@ KIT = [
     "extract_keywords",
     "fuse",
     "fuse_chunks",
+    "fuse_nearest",
     "get_plugin_manager",
     "join_thread",
     "keyword_chunks",

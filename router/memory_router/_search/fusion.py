@@ -87,25 +87,29 @@ def _combine(
     vector_weight: float,
     text_weight: float,
     support: float = 1.0,
+    limit: int | None = None,
 ) -> list[Fused]:
-    fused = []
+    """Every candidate fused, best first (ties by id); only the best ``limit`` are made."""
+    ranked = []
     for key in {**vector, **text}:
         v_part = support * vector_weight * v_norm.get(key, 0.0)
         t_part = support * text_weight * t_norm.get(key, 0.0)
-        fused.append(
-            Fused(
-                id=key,
-                score=min(1.0, max(0.0, v_part + t_part)),
-                vector=vector.get(key),
-                text=text.get(key),
-                vector_part=v_part,
-                text_part=t_part,
-                support=support,
-                vector_norm=v_norm.get(key),
-            )
+        score = min(1.0, max(0.0, v_part + t_part))
+        ranked.append((-score, key, score, v_part, t_part))
+    ranked.sort()  # by score, then id (ids are unique: nothing further is compared)
+    return [
+        Fused(
+            id=key,
+            score=score,
+            vector=vector.get(key),
+            text=text.get(key),
+            vector_part=v_part,
+            text_part=t_part,
+            support=support,
+            vector_norm=v_norm.get(key),
         )
-    fused.sort(key=lambda f: (-f.score, f.id))
-    return fused
+        for _, key, score, v_part, t_part in ranked[:limit]
+    ]
 
 
 def minor_share(share: float, closeness: float) -> float:
@@ -217,8 +221,10 @@ def convex_fusion(
     scale: VectorScale | None = None,
     coverage: Mapping[str, float] | None = None,
     weighted_coverage: Mapping[str, float] | None = None,
+    limit: int | None = None,
 ) -> list[Fused]:
-    """Calibrated cosine and best-scaled BM25 in a convex combination.
+    """Calibrated cosine and best-scaled BM25 in a convex combination, best first (only
+    the best ``limit`` when given).
 
     The keyword side is each candidate's BM25 (:func:`~memory_router.kit.bm25_to_score`
     undone) divided by the query's best. ``coverage`` (id → share of the query's keywords
@@ -233,12 +239,12 @@ def convex_fusion(
     v_norm = censored_bound({k: scale(s) for k, s in vector.items()}, text)
     t_norm = max_scaled({k: score_to_bm25(s) for k, s in text.items()})
     if coverage is None:
-        return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight)
+        return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight, limit=limit)
     shares = {k: coverage.get(k, 1.0) for k in t_norm}
     ranked = weighted_coverage if weighted_coverage is not None else shares
     t_norm = {k: s * minor_share(ranked.get(k, 1.0), v_norm.get(k, 0.0)) for k, s in t_norm.items()}
     support = query_support(v_norm, shares)
-    return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight, support)
+    return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight, support, limit)
 
 
 def minmax_fusion(
@@ -342,8 +348,10 @@ def fuse(
     scale: VectorScale | None = None,
     coverage: Mapping[str, float] | None = None,
     weighted_coverage: Mapping[str, float] | None = None,
+    limit: int | None = None,
 ) -> list[Fused]:
-    """Fuse two candidate lists with ``method`` (one of :data:`FUSION_METHODS`).
+    """Fuse two candidate lists with ``method`` (one of :data:`FUSION_METHODS`), best
+    first: all of them, or the best ``limit``.
 
     ``scale`` (the vector side's calibration), ``coverage`` and ``weighted_coverage`` are
     used by ``convex`` only.
@@ -358,7 +366,18 @@ def fuse(
             scale=scale,
             coverage=coverage,
             weighted_coverage=weighted_coverage,
+            limit=limit,
         )
+    return _fuse_other(method, vector, text, vw, tw)[:limit]
+
+
+def _fuse_other(
+    method: FusionMethod,
+    vector: Mapping[str, float],
+    text: Mapping[str, float],
+    vw: float,
+    tw: float,
+) -> list[Fused]:
     if method == "minmax":
         return minmax_fusion(vector, text, vector_weight=vw, text_weight=tw)
     if method == "rrf":

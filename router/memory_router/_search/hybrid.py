@@ -9,13 +9,13 @@ score means what a hybrid one does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from .._config.config import HybridConfig
 from .._types import Explain, Hit, ScoredChunk
 from .calibration import vector_scale
-from .fusion import fuse, keyword_only_fusion
-from .snippets import best_keyword_coverage, keyword_coverage, rarity_weights
+from .fusion import Fused, fuse, keyword_only_fusion
+from .snippets import best_keyword_coverage, keyword_shares
 
 
 def fuse_chunks(
@@ -36,18 +36,68 @@ def fuse_chunks(
     :class:`Explain` with the fused score and each leg's part of it. ``limit``: only the
     best ``limit`` hits are made (``None``: all).
     """
-    rarity = rarity_weights(query, [r.text for r in keyword.values()])
-    fused = fuse(
+    scores = {k: r.score for k, r in vector.items()}
+    fused = _fused(hybrid, scores, keyword, query=query, model=model, limit=limit)
+    return _hits(hybrid, fused, {**vector, **keyword}, backend)
+
+
+def fuse_nearest(
+    hybrid: HybridConfig,
+    vector: Mapping[str, float],
+    keyword: Mapping[str, ScoredChunk],
+    *,
+    read: Callable[[list[str]], Mapping[str, ScoredChunk]],
+    query: str,
+    model: str | None,
+    backend: str,
+    limit: int | None = None,
+) -> list[Hit]:
+    """:func:`fuse_chunks` for a vector leg known by its scores (chunk id → cosine):
+    ``read(ids)`` gives the chunks of the vector candidates kept that the keyword leg does
+    not hold, so a backend reads only those (fusion needs no vector candidate's text).
+
+    A chunk ``read`` does not return (gone since the vectors were loaded) is left out
+    and the legs fused again without it.
+    """
+    scores = dict(vector)
+    while True:
+        fused = _fused(hybrid, scores, keyword, query=query, model=model, limit=limit)
+        wanted = [f.id for f in fused if f.id not in keyword]
+        rows = read(wanted) if wanted else {}
+        gone = [i for i in wanted if i not in rows]
+        if not gone:
+            return _hits(hybrid, fused, {**rows, **keyword}, backend)
+        for chunk_id in gone:
+            del scores[chunk_id]
+
+
+def _fused(
+    hybrid: HybridConfig,
+    vector: Mapping[str, float],
+    keyword: Mapping[str, ScoredChunk],
+    *,
+    query: str,
+    model: str | None,
+    limit: int | None,
+) -> list[Fused]:
+    coverage, weighted = keyword_shares(query, {k: r.text for k, r in keyword.items()})
+    return fuse(
         hybrid.fusion,
-        {k: r.score for k, r in vector.items()},
+        vector,
         {k: r.score for k, r in keyword.items()},
         vector_weight=hybrid.vector_weight,
         text_weight=hybrid.text_weight,
         scale=vector_scale(model) if model is not None else None,
-        coverage={k: keyword_coverage(query, r.text) for k, r in keyword.items()},
-        weighted_coverage={k: keyword_coverage(query, r.text, rarity) for k, r in keyword.items()},
+        coverage=coverage,
+        weighted_coverage=weighted,
+        limit=limit,
     )
-    rows = {**vector, **keyword}
+
+
+def _hits(
+    hybrid: HybridConfig, fused: list[Fused], rows: Mapping[str, ScoredChunk], backend: str
+) -> list[Hit]:
+    """Each fused candidate's hit, from its chunk in ``rows``."""
     return [
         rows[f.id].hit(
             backend,
@@ -64,7 +114,7 @@ def fuse_chunks(
                 vector_norm=f.vector_norm,
             ),
         )
-        for f in fused[:limit]
+        for f in fused
     ]
 
 

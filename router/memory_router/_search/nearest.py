@@ -36,7 +36,8 @@ DIMS_SHARE = 0.25
 """The share of the dimensions the compact scan reads for a dense query."""
 POOL_MIN = 256
 """Rows rescored exactly at least (and 4 × ``limit`` when more)."""
-_BLOCK = 4096  # rows of the compact copy decoded at a time: stays in the core's cache
+_BLOCK = 4096  # rows of the compact copy decoded at a time, at least
+_DECODED = 2**20  # bytes of decoded floats at a time (the core's cache): fewer dims, more rows
 
 
 def pool(limit: int, rows: int) -> int:
@@ -122,9 +123,10 @@ class NearestVectors:
         weights = (q[dims] * self._scale[dims])[:, None]
         rows = len(self)
         out = np.empty(rows, dtype=np.float32)
-        decoded = np.empty((len(dims), _BLOCK), dtype=np.float32)
-        for start in range(0, rows, _BLOCK):
-            end = min(rows, start + _BLOCK)
+        step = max(_BLOCK, _DECODED // (4 * len(dims)))  # each row's sum is the same either way
+        decoded = np.empty((len(dims), min(step, rows)), dtype=np.float32)
+        for start in range(0, rows, step):
+            end = min(rows, start + step)
             block = decoded[:, : end - start]
             np.copyto(block, self._codes[dims, start:end], casting="unsafe")
             np.multiply(block, weights, out=block)
@@ -166,4 +168,5 @@ def _best(
         return []
     picked = np.argpartition(-scores, k - 1)[:k]
     picked = picked[np.lexsort((rows[picked], -scores[picked]))]
-    return [(int(rows[i]), float(scores[i])) for i in picked if np.isfinite(scores[i])]
+    picked = picked[np.isfinite(scores[picked])]
+    return list(zip(rows[picked].tolist(), scores[picked].tolist(), strict=True))

@@ -49,10 +49,12 @@ def _positions(stem: str, text: str) -> Iterator[int]:
 
 
 def _contains(text: str, stem: str) -> bool:
-    if stem not in text:  # the usual answer, found without the pattern
+    at = text.find(stem)
+    if at < 0:  # the usual answer, found without the pattern
         return False
     pattern = _pattern(stem)
-    return pattern is None or pattern.search(text) is not None
+    # A match starts at an occurrence of the stem (the look-behind still sees before it).
+    return pattern is None or pattern.search(text, at) is not None
 
 
 def _stem_weights(query: str, weights: Mapping[str, float] | None) -> dict[str, float]:
@@ -137,13 +139,52 @@ def rarity_weights(query: str, texts: Sequence[str]) -> dict[str, float]:
     return weights
 
 
+def keyword_shares(
+    query: str, texts: Mapping[str, str]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """``(coverage, weighted)`` of each of ``texts`` by key: :func:`keyword_coverage` of
+    ``query``, unweighted and weighted by :func:`rarity_weights` among ``texts``, the
+    same figures with each stem looked for once in each text (a search asks them of
+    every keyword candidate)."""
+    stems = _stems(query)
+    if not stems:
+        return dict.fromkeys(texts, 1.0), dict.fromkeys(texts, 1.0)
+    held = {key: _held(text, stems) for key, text in texts.items()}
+    rarity = {}
+    for keyword in query_keywords(query):
+        found = sum(1 for h in held.values() if _stem(keyword) in h)
+        rarity[keyword] = math.log(1.0 + len(held) / (found + 0.5))
+    weights = _stem_weights(query, rarity)
+    total = sum(weights.values())
+    coverage = {key: sum(1.0 for s in stems if s in h) / len(stems) for key, h in held.items()}
+    if total <= 0:
+        return coverage, dict.fromkeys(texts, 1.0)
+    weighted = {k: sum(w for s, w in weights.items() if s in h) / total for k, h in held.items()}
+    return coverage, weighted
+
+
+def _held(text: str, stems: tuple[str, ...]) -> frozenset[str]:
+    lowered = text.lower()
+    return frozenset(s for s in stems if _contains(lowered, s))
+
+
+def _share(text: str, stems: tuple[str, ...]) -> float:
+    """The share of ``stems`` (not empty) found in ``text``, as :func:`keyword_coverage`
+    counts it unweighted."""
+    lowered = text.lower()
+    return sum(1.0 for s in stems if _contains(lowered, s)) / len(stems)
+
+
 def best_keyword_coverage(query: str, texts: Iterable[str]) -> float:
     """The largest :func:`keyword_coverage` of ``query`` over ``texts`` (1 when there are
     no texts). Stops at the first text holding every keyword: given in rank order, that is
     usually the first."""
+    stems = _stems(query)
     best: float | None = None
     for text in texts:
-        share = keyword_coverage(query, text)
+        if not stems:
+            return 1.0
+        share = _share(text, stems)
         best = share if best is None else max(best, share)
         if best >= 1.0:
             break

@@ -196,3 +196,37 @@ def test_a_keyword_on_every_candidate_counts_little_in_the_share() -> None:
     friend_child = keyword_coverage(question, texts[2], weights)
     assert keyword_coverage(question, texts[0]) < keyword_coverage(question, texts[2])
     assert adopt > friend_child  # weighted by rarity, the rare keyword decides
+
+
+@pytest.mark.parametrize("method", FUSION_METHODS)
+def test_a_limit_makes_only_the_best(method: str) -> None:
+    whole = fuse(method, VECTOR, TEXT, coverage={"b": 0.5, "d": 1.0})  # type: ignore[arg-type]
+    for limit in (0, 1, 3, 10):
+        kept = fuse(method, VECTOR, TEXT, coverage={"b": 0.5, "d": 1.0}, limit=limit)  # type: ignore[arg-type]
+        assert kept == whole[:limit]
+
+
+def test_fuse_nearest_reads_only_kept_vector_chunks_and_drops_gone_ones() -> None:
+    from memory_router._config.config import HybridConfig
+    from memory_router.kit import ScoredChunk, fuse_chunks, fuse_nearest
+
+    def chunk(key: str, score: float) -> ScoredChunk:
+        return ScoredChunk(key, f"{key}.md", "memory", 1, 2, f"text of {key} green tea", score)
+
+    hybrid = HybridConfig()
+    vector = {k: chunk(k, s) for k, s in {"a": 0.9, "b": 0.6, "c": 0.3, "e": 0.2}.items()}
+    keyword = {k: chunk(k, s) for k, s in {"b": 0.8, "d": 0.4}.items()}
+    asked: list[list[str]] = []
+
+    def read(ids: list[str]) -> dict[str, ScoredChunk]:
+        asked.append(ids)
+        return {i: vector[i] for i in ids if i != "a"}  # "a" is gone
+
+    args = {"query": "green tea", "model": None, "backend": "x", "limit": 3}
+    scores = {k: r.score for k, r in vector.items()}
+    found = fuse_nearest(hybrid, scores, keyword, read=read, **args)  # type: ignore[arg-type]
+    without_a = {k: r for k, r in vector.items() if k != "a"}
+    assert found == fuse_chunks(hybrid, without_a, keyword, **args)  # type: ignore[arg-type]
+    assert all("b" not in ids and "d" not in ids for ids in asked)  # the keyword leg's rows
+    assert len(found) == 3
+    assert "a" in asked[0]  # kept, then found gone: fused again without it

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memory_router._search.snippets import best_keyword_coverage, window
+from memory_router._search.snippets import (
+    best_keyword_coverage,
+    keyword_shares,
+    rarity_weights,
+    window,
+)
 from memory_router.kit import best_lines, best_runs, keyword_coverage
 
 LINES = [
@@ -83,3 +88,21 @@ def test_best_keyword_coverage_is_the_largest_share_and_stops_at_a_full_one() ->
         raise AssertionError("read past a text holding every keyword")
 
     assert best_keyword_coverage("green tea matcha", counted()) == 1.0
+
+
+def test_shares_of_many_texts_are_each_texts_coverages() -> None:
+    """A keyword first found inside a word ("scar") still counts at a later word start;
+    the weighted share is :func:`keyword_coverage` with the texts' rarity weights."""
+    query = "when is the car serviced"
+    texts = {
+        "a": "an old scar, then the car",
+        "b": "Mira owns the payments service; her mother is in a care home. Old scar.",
+        "c": "Took the car to the garage; it was serviced on Friday.",
+        "d": "nothing here",
+    }
+    coverage, weighted = keyword_shares(query, texts)
+    rarity = rarity_weights(query, list(texts.values()))
+    assert coverage == {key: keyword_coverage(query, text) for key, text in texts.items()}
+    assert weighted == {key: keyword_coverage(query, t, rarity) for key, t in texts.items()}
+    assert coverage == {"a": 0.5, "b": 0.5, "c": 1.0, "d": 0.0}
+    assert keyword_shares("the of and", texts) == (dict.fromkeys(texts, 1.0),) * 2
