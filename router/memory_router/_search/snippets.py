@@ -130,12 +130,17 @@ def rarity_weights(query: str, texts: Sequence[str]) -> dict[str, float]:
     A speaker's name on every candidate weighs ``log 2``; "adopt", in three of 80, ~3.2.
     For :func:`keyword_coverage`, so that holding the name is not half of "Melanie adopt".
     """
-    lowered = [text.lower() for text in texts]
+    stems = _stems(query)
+    return _rarity(query, [_held(text, stems) for text in texts])
+
+
+def _rarity(query: str, held: Sequence[frozenset[str]]) -> dict[str, float]:
+    """:func:`rarity_weights` from the stems each text holds (``held``, one set a text)."""
     weights: dict[str, float] = {}
     for keyword in query_keywords(query):
         stem = _stem(keyword)
-        found = sum(1 for text in lowered if _contains(text, stem))
-        weights[keyword] = math.log(1.0 + len(lowered) / (found + 0.5))
+        found = sum(1 for h in held if stem in h)
+        weights[keyword] = math.log(1.0 + len(held) / (found + 0.5))
     return weights
 
 
@@ -150,13 +155,9 @@ def keyword_shares(
     if not stems:
         return dict.fromkeys(texts, 1.0), dict.fromkeys(texts, 1.0)
     held = {key: _held(text, stems) for key, text in texts.items()}
-    rarity = {}
-    for keyword in query_keywords(query):
-        found = sum(1 for h in held.values() if _stem(keyword) in h)
-        rarity[keyword] = math.log(1.0 + len(held) / (found + 0.5))
-    weights = _stem_weights(query, rarity)
+    weights = _stem_weights(query, _rarity(query, list(held.values())))
     total = sum(weights.values())
-    coverage = {key: sum(1.0 for s in stems if s in h) / len(stems) for key, h in held.items()}
+    coverage = {key: len(h) / len(stems) for key, h in held.items()}
     if total <= 0:
         return coverage, dict.fromkeys(texts, 1.0)
     weighted = {k: sum(w for s, w in weights.items() if s in h) / total for k, h in held.items()}
@@ -164,27 +165,21 @@ def keyword_shares(
 
 
 def _held(text: str, stems: tuple[str, ...]) -> frozenset[str]:
+    """Which of ``stems`` (each once) ``text`` holds, as :func:`keyword_coverage` finds them."""
     lowered = text.lower()
     return frozenset(s for s in stems if _contains(lowered, s))
 
 
-def _share(text: str, stems: tuple[str, ...]) -> float:
-    """The share of ``stems`` (not empty) found in ``text``, as :func:`keyword_coverage`
-    counts it unweighted."""
-    lowered = text.lower()
-    return sum(1.0 for s in stems if _contains(lowered, s)) / len(stems)
-
-
 def best_keyword_coverage(query: str, texts: Iterable[str]) -> float:
     """The largest :func:`keyword_coverage` of ``query`` over ``texts`` (1 when there are
-    no texts). Stops at the first text holding every keyword: given in rank order, that is
-    usually the first."""
+    no texts, or the query has no keywords). Stops at the first text holding every
+    keyword: given in rank order, that is usually the first."""
     stems = _stems(query)
+    if not stems:
+        return 1.0
     best: float | None = None
     for text in texts:
-        if not stems:
-            return 1.0
-        share = _share(text, stems)
+        share = len(_held(text, stems)) / len(stems)
         best = share if best is None else max(best, share)
         if best >= 1.0:
             break
