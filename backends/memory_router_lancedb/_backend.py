@@ -250,7 +250,9 @@ class LanceBackend(Backend):
             return self._result(tables, [], mode="hybrid", relaxed=None)
         if query_vector is None:
             rows = self._keyword(scope, request, None) if ready.has_fts else {}
-            hits = keyword_chunks(rows, query=request.query, backend=self.name)
+            hits = keyword_chunks(
+                rows, query=request.query, backend=self.name, explain=request.explain
+            )
             return self._result(tables, hits, mode="keyword", relaxed=None, notes=note)
         keyword_leg: Future[dict[str, Row]] | None = None
         hybrid = self.context.config.query.hybrid
@@ -261,7 +263,7 @@ class LanceBackend(Backend):
             hits = [self._hit(r, vector_score=r.score) for r in vector.values()]
             return self._result(tables, hits, mode="vector", relaxed=None)
         keyword = wait_future(keyword_leg)
-        hits = merge(keyword, vector, request.query, self.context, self.name)
+        hits = merge(keyword, vector, request, self.context, self.name)
         limit = request.candidates
         return self._result(tables, hits[:limit], mode="hybrid", relaxed=hybrid.text_weight)
 
@@ -379,11 +381,14 @@ class LanceBackend(Backend):
 def merge(
     keyword: Mapping[str, Row],
     vector: Mapping[str, Row],
-    query: str,
+    request: SearchRequest,
     context: BackendContext,
     backend: str,
 ) -> list[Hit]:
     """The two legs fused exactly as the built-in backend fuses them (``query.hybrid.fusion``)."""
     model = context.embedder.model if context.embedder is not None else None
     hybrid = context.config.query.hybrid
-    return fuse_chunks(hybrid, vector, keyword, query=query, model=model, backend=backend)
+    return fuse_chunks(
+        hybrid, vector, keyword, query=request.query, model=model, backend=backend,
+        explain=request.explain,
+    )  # fmt: skip

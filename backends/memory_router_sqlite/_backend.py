@@ -120,6 +120,7 @@ class SqliteBackend(Backend):
         return Scope(
             model=self.model,
             filter_model=self.store.models(conn) != {self.model},
+            rows=self.store.rows_sql(conn),
             sources=request.sources,
             limit=request.candidates,
             trigram=self.settings.fts_tokenizer == "trigram",
@@ -139,11 +140,11 @@ class SqliteBackend(Backend):
         if self.context.embedder is None or request.mode == "keyword":
             if not has_fts:
                 return BackendResult(hits=(), mode="keyword", notes=("FTS5 is unavailable",))
-            return self._keyword_only(conn, scope, request.query)
+            return self._keyword_only(conn, scope, request)
         try:
             query_vector = self.context.embedder.embed_query(request.query)
         except EmbeddingError as error:
-            result = self._keyword_only(conn, scope, request.query) if has_fts else None
+            result = self._keyword_only(conn, scope, request) if has_fts else None
             note = f"query embedding failed, keyword-only answer: {error.message}"
             return BackendResult(hits=result.hits if result else (), mode="keyword", notes=(note,))
         hybrid = self.context.config.query.hybrid
@@ -173,7 +174,7 @@ class SqliteBackend(Backend):
             vector = self._vector_leg(conn, scope, query_vector, keyword)
             return fuse_chunks(
                 hybrid, vector, keyword, query=request.query, model=model, backend=self.name,
-                limit=request.candidates,
+                limit=request.candidates, explain=request.explain,
             )  # fmt: skip
         nearest = {n.id: n for n in matrix.top(query_vector, scope.limit, scope.sources)}
         return fuse_nearest(
@@ -185,6 +186,7 @@ class SqliteBackend(Backend):
             model=model,
             backend=self.name,
             limit=request.candidates,
+            explain=request.explain,
         )
 
     def _in_memory(self, conn: Any, query_vector: Any) -> Matrix | None:
@@ -216,7 +218,8 @@ class SqliteBackend(Backend):
         needed = vectors_footprint(self.store.vector_count(conn, self.model), dims)
         return needed > self.settings.memory_budget_mb * 2**20
 
-    def _keyword_only(self, conn: Any, scope: Scope, query: str) -> BackendResult:
+    def _keyword_only(self, conn: Any, scope: Scope, request: SearchRequest) -> BackendResult:
+        query = request.query
         if self.context.config.query.keyword_mode == "reference":
             # OpenClaw's scores and its relaxation (every hit kept when none passes).
             rows = _search.keyword_reference(conn, scope, query)
@@ -225,7 +228,8 @@ class SqliteBackend(Backend):
                 hits=tuple(self._with_entries(conn, hits)), mode="keyword", relaxed_min_score=0.0
             )
         rows = _search.keyword_or(conn, scope, query)
-        hits = keyword_chunks(rows, query=query, backend=self.name)[: scope.limit]
+        found = keyword_chunks(rows, query=query, backend=self.name, explain=request.explain)
+        hits = found[: scope.limit]
         return BackendResult(hits=tuple(self._with_entries(conn, hits)), mode="keyword")
 
     def _hit(

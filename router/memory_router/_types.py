@@ -123,7 +123,9 @@ class SearchRequest(_ToDict):
     (``None`` = the backend's configured mode). ``timeout`` is seconds left for this call.
     ``sources`` (``None`` = all) and ``category`` (only entries of that category; ``None`` =
     no such filter) should be applied before ranking; the router drops what still does not
-    match.
+    match. ``explain``: whether the caller shows each hit's :class:`Explain` (``search
+    --explain``); when false a backend may leave its hits' ``explain`` unset (making one
+    for each of 80 candidates was a twentieth of a warm search).
     """
 
     query: str
@@ -134,6 +136,7 @@ class SearchRequest(_ToDict):
     sources: tuple[Source, ...] | None = None
     timeout: float | None = None
     category: Category | None = None
+    explain: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

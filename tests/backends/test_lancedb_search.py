@@ -65,7 +65,9 @@ def test_hybrid_fuses_like_the_built_in_backend(tmp_path: Path) -> None:
 
     with router(tmp_path) as r:
         r.sync()
-        request = SearchRequest(query="glaze firings", max_results=5, min_score=0.0, candidates=10)
+        request = SearchRequest(
+            query="glaze firings", max_results=5, min_score=0.0, candidates=10, explain=True
+        )
         hits = r.backend("lancedb").search(request).hits
         hybrid = r.config.query.hybrid
     top = hits[0]

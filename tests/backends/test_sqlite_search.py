@@ -30,8 +30,10 @@ CORPUS = {
 }
 
 
-def request(query: str, candidates: int = 10) -> SearchRequest:
-    return SearchRequest(query=query, max_results=6, min_score=0.0, candidates=candidates)
+def request(query: str, candidates: int = 10, *, explain: bool = False) -> SearchRequest:
+    return SearchRequest(
+        query=query, max_results=6, min_score=0.0, candidates=candidates, explain=explain
+    )
 
 
 class QueryFailsEmbedder(HashingEmbedder):
@@ -69,8 +71,10 @@ def build(tmp_path: Path) -> Any:
         router.close()
 
 
-def raw(router: Router, query: str, candidates: int = 10) -> BackendResult:
-    return router.backend("sqlite").search(request(query, candidates))
+def raw(
+    router: Router, query: str, candidates: int = 10, *, explain: bool = False
+) -> BackendResult:
+    return router.backend("sqlite").search(request(query, candidates, explain=explain))
 
 
 def cosine(a: str, b: str) -> float:
@@ -292,7 +296,7 @@ def test_hybrid_keyword_side_and_versus_or(build: Any) -> None:
     strict = raw(
         build(embedding="hash", sub="and", query={"hybrid": {"keyword_query": "and"}}), query
     )
-    loose = raw(build(embedding="hash", sub="or"), query)  # the default
+    loose = raw(build(embedding="hash", sub="or"), query, explain=True)  # the default
     assert all(h.text_score is None for h in strict.hits), "no chunk holds every word"
     keyword_hits = {h.path for h in loose.hits if h.text_score is not None}
     # The porter tokenizer stems: "like" also matches MEMORY.md's "Likes".
@@ -316,3 +320,74 @@ def test_hybrid_keyword_side_and_versus_or(build: Any) -> None:
     assert top.explain.support == pytest.approx(support)
     expected = support * (0.4 * max(0.0, top.vector_score or 0) + 0.6 * share)
     assert top.score == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("embedding", ["hash", "none"])
+def test_hits_carry_an_explain_only_when_asked(build: Any, embedding: str) -> None:
+    """An explanation for each of 80 candidates is work nobody reads unless the search
+    explains: hybrid and keyword-only hits carry one only when the request asks, and
+    the hits are otherwise the same."""
+    router = build(embedding=embedding, sub=embedding)
+    query = "which database does the cat like"
+    plain, explained = raw(router, query), raw(router, query, explain=True)
+    assert plain.hits
+    assert all(h.explain is None for h in plain.hits)
+    assert all(h.explain is not None for h in explained.hits)
+    assert [dataclasses.replace(h, explain=None) for h in explained.hits] == list(plain.hits)
+    assert [h.explain.relevance for h in explained.hits if h.explain] == [
+        h.score for h in plain.hits
+    ]
+
+
+@pytest.mark.parametrize(
+    ("declared", "content"),
+    [
+        (
+            "text, id UNINDEXED, path UNINDEXED, source UNINDEXED, model UNINDEXED,"
+            " start_line UNINDEXED, end_line UNINDEXED",
+            "chunks_fts_content",
+        ),
+        (
+            "id UNINDEXED, end_line UNINDEXED, text, start_line UNINDEXED, source UNINDEXED,"
+            " path UNINDEXED, model UNINDEXED",
+            "chunks_fts_content",
+        ),
+        (
+            "text, id UNINDEXED, path UNINDEXED, source UNINDEXED, model UNINDEXED,"
+            " start_line UNINDEXED, end_line UNINDEXED, content=''",
+            None,
+        ),
+    ],
+    ids=["reference", "columns-reordered", "contentless"],
+)
+def test_candidate_rows_are_read_by_column_name(declared: str, content: str | None) -> None:
+    """Candidates' columns are read from FTS5's content table, mapped by the declared
+    column names (a seed index may declare them in another order); a table that keeps no
+    content of its own is read through FTS5."""
+    import sqlite3
+
+    from memory_router_sqlite._db import fts_rows_sql
+    from memory_router_sqlite._search import _by_rowid
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE chunks_fts USING fts5({declared})")
+    names = ["text", "id", "path", "source", "model", "start_line", "end_line"]
+    row = ["the cat sleeps", "c1", "memory/a.md", "memory", "m", 3, 7]
+    conn.execute(
+        f"INSERT INTO chunks_fts(rowid, {', '.join(names)}) VALUES (42, ?, ?, ?, ?, ?, ?, ?)", row
+    )
+    sql = fts_rows_sql(conn)
+    assert (content or "FROM chunks_fts WHERE") in sql
+    if content is None:
+        return  # contentless: FTS5 keeps no column to read back (it returns NULLs)
+    found = _by_rowid(conn, sql, [(42, -1.5), (43, -1.0)])  # 43: gone since it ranked
+    assert list(found) == ["c1"]
+    chunk = found["c1"]
+    assert (chunk.path, chunk.source, chunk.start_line, chunk.end_line, chunk.text) == (
+        "memory/a.md",
+        "memory",
+        3,
+        7,
+        "the cat sleeps",
+    )
+    assert chunk.score == pytest.approx(1.5 / 2.5)

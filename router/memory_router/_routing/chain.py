@@ -200,7 +200,7 @@ class Chain:
         new_session = self._syncer.begin_session(session_key)
         asked = Asked(
             query=query,
-            request=dataclasses.replace(request, query=text),
+            request=dataclasses.replace(request, query=text, explain=explain),
             session_key=session_key,
             new_session=new_session,
             explain=explain,

@@ -57,7 +57,7 @@ class MarkdownScan:
             for rowid, path, source, start, end, text, rank in rows
             if request.sources is None or source in request.sources
         }
-        hits = keyword_chunks(found, query=request.query, backend=backend)
+        hits = keyword_chunks(found, query=request.query, backend=backend, explain=request.explain)
         return BackendResult(hits=tuple(replace(h, chunk_id=None) for h in hits), mode=MODE)
 
     def close(self) -> None:

@@ -27,18 +27,20 @@ def fuse_chunks(
     model: str | None,
     backend: str,
     limit: int | None = None,
+    explain: bool = True,
 ) -> list[Hit]:
     """Fuse a vector leg and a keyword leg (chunk id → candidate) into hits, best first.
 
     ``model`` names the embedding model whose cosine scale calibrates the vector leg
     (``None`` when there is no embedder). Where both legs hold a chunk, the keyword leg's
-    text is kept, as OpenClaw does (reference §1.7). Each hit carries an
-    :class:`Explain` with the fused score and each leg's part of it. ``limit``: only the
-    best ``limit`` hits are made (``None``: all).
+    text is kept, as OpenClaw does (reference §1.7). With ``explain`` (as
+    :attr:`SearchRequest.explain` asks) each hit carries an :class:`Explain` with the
+    fused score and each leg's part of it. ``limit``: only the best ``limit`` hits are
+    made (``None``: all).
     """
     scores = {k: r.score for k, r in vector.items()}
     fused = _fused(hybrid, scores, keyword, query=query, model=model, limit=limit)
-    return _hits(hybrid, fused, {**vector, **keyword}, backend)
+    return _hits(hybrid, fused, {**vector, **keyword}, backend, explain)
 
 
 def fuse_nearest(
@@ -51,6 +53,7 @@ def fuse_nearest(
     model: str | None,
     backend: str,
     limit: int | None = None,
+    explain: bool = True,
 ) -> list[Hit]:
     """:func:`fuse_chunks` for a vector leg known by its scores (chunk id → cosine):
     ``read(ids)`` gives the chunks of the vector candidates kept that the keyword leg does
@@ -66,7 +69,7 @@ def fuse_nearest(
         rows = read(wanted) if wanted else {}
         gone = [i for i in wanted if i not in rows]
         if not gone:
-            return _hits(hybrid, fused, {**rows, **keyword}, backend)
+            return _hits(hybrid, fused, {**rows, **keyword}, backend, explain)
         for chunk_id in gone:
             del scores[chunk_id]
 
@@ -95,9 +98,16 @@ def _fused(
 
 
 def _hits(
-    hybrid: HybridConfig, fused: list[Fused], rows: Mapping[str, ScoredChunk], backend: str
+    hybrid: HybridConfig,
+    fused: list[Fused],
+    rows: Mapping[str, ScoredChunk],
+    backend: str,
+    explain: bool,
 ) -> list[Hit]:
-    """Each fused candidate's hit, from its chunk in ``rows``."""
+    """Each fused candidate's hit, from its chunk in ``rows`` (with an :class:`Explain`
+    when ``explain``)."""
+    if not explain:
+        return [rows[f.id].hit(backend, f.score, f.vector, f.text) for f in fused]
     return [
         rows[f.id].hit(
             backend,
@@ -122,7 +132,9 @@ KEYWORD_ONLY = "keyword"
 """:attr:`Explain.fusion` of a keyword-only hit."""
 
 
-def keyword_chunks(keyword: Mapping[str, ScoredChunk], *, query: str, backend: str) -> list[Hit]:
+def keyword_chunks(
+    keyword: Mapping[str, ScoredChunk], *, query: str, backend: str, explain: bool = True
+) -> list[Hit]:
     """Score a keyword leg alone (keyword-only search) on the scale of the hybrid one
     (:func:`~memory_router._search.fusion.keyword_only_fusion`).
 
@@ -131,7 +143,8 @@ def keyword_chunks(keyword: Mapping[str, ScoredChunk], *, query: str, backend: s
     0.44 for two of three, 0.125 for one of two — under the default ``min_score`` (0.2).
     Keyword search cannot tell a paraphrase that shares one word from an unrelated
     question that does, so such a match is no longer a confident hit: an empty answer
-    then says so (``below_min_score``).
+    then says so (``below_min_score``). Each hit carries an :class:`Explain` when
+    ``explain``.
     """
     fused = {
         f.id: f
@@ -142,6 +155,9 @@ def keyword_chunks(keyword: Mapping[str, ScoredChunk], *, query: str, backend: s
     }
     # Best first; ties keep the leg's order (the backend's: BM25, then rowid), not the
     # fusion's tie-break by id, so a keyword-only answer is the one BM25 query's.
+    ranked = sorted((fused[k] for k in keyword), key=lambda f: -f.score)
+    if not explain:
+        return [keyword[f.id].hit(backend, f.score, None, f.text) for f in ranked]
     return [
         keyword[f.id].hit(
             backend,
@@ -156,5 +172,5 @@ def keyword_chunks(keyword: Mapping[str, ScoredChunk], *, query: str, backend: s
                 support=f.support,
             ),
         )
-        for f in sorted((fused[k] for k in keyword), key=lambda f: -f.score)
+        for f in ranked
     ]
