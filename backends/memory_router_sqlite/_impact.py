@@ -91,8 +91,6 @@ class Postings:
         :meth:`fetch_asked` (a fetch costs more than FTS5's own ranking of the query,
         which the caller does instead).
         """
-        import numpy as np
-
         key = (where, tuple(params))
         with _snapshot(conn):  # the state read and every posting fetched: one snapshot
             state = self._follow(conn)
@@ -105,12 +103,7 @@ class Postings:
         parts = [p for p in parts if len(p[0])]
         if not parts or limit <= 0:
             return []
-        rowids, inverse = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
-        total = np.zeros(len(rowids), dtype=np.float64)
-        start = 0
-        for ids, weights in parts:  # a phrase's rowids are distinct: += adds each once
-            total[inverse[start : start + len(ids)]] += weights
-            start += len(ids)
+        rowids, total = _summed(parts)
         return _best(rowids, -total, limit)
 
     def _all_kept(
@@ -222,6 +215,28 @@ def _snapshot(conn: Connection) -> Iterator[None]:
         yield
     finally:
         conn.execute("COMMIT")
+
+
+def _summed(
+    parts: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """``(rowids, −ranks)``: each row any phrase matched, once, its weights summed in
+    phrase order (``0 + w1 + w2 …``, FTS5's additions).
+
+    A stable sort of the phrases' rowids, one run after the other, keeps each row's
+    weights in phrase order, and ``np.add.at`` adds them in that order; each phrase's
+    rowids come sorted, so the sort merges runs (a third of ``np.unique``'s time)."""
+    import numpy as np
+
+    rowids = np.concatenate([ids for ids, _ in parts])
+    order = np.argsort(rowids, kind="stable")
+    ordered = rowids[order]
+    first = np.empty(len(ordered), dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    total = np.zeros(int(np.count_nonzero(first)), dtype=np.float64)
+    np.add.at(total, np.cumsum(first) - 1, np.concatenate([w for _, w in parts])[order])
+    return ordered[first], total
 
 
 def _best(
