@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from .keywords import score_to_bm25
 
@@ -65,6 +65,33 @@ class Fused:
     vector_norm: float | None = None
 
 
+class Ranked(NamedTuple):
+    """:class:`Fused`'s fields as a tuple: what a search's own fusion passes on (a search
+    fuses up to 160 candidates, and making each a frozen dataclass took 2.4 µs, a
+    twentieth of a warm search); the public functions return :class:`Fused`."""
+
+    id: str
+    score: float
+    vector: float | None
+    text: float | None
+    vector_part: float
+    text_part: float
+    support: float
+    vector_norm: float | None
+
+    def fused(self) -> Fused:
+        return Fused(
+            id=self.id,
+            score=self.score,
+            vector=self.vector,
+            text=self.text,
+            vector_part=self.vector_part,
+            text_part=self.text_part,
+            support=self.support,
+            vector_norm=self.vector_norm,
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VectorScale:
     """A model's cosine calibration: ``floor`` maps to 0 (unrelated text), ``ceiling`` to 1."""
@@ -89,6 +116,21 @@ def _combine(
     support: float = 1.0,
     limit: int | None = None,
 ) -> list[Fused]:
+    """:func:`_ranked` as :class:`Fused` values."""
+    ranked = _ranked(vector, text, v_norm, t_norm, vector_weight, text_weight, support, limit)
+    return [r.fused() for r in ranked]
+
+
+def _ranked(
+    vector: Mapping[str, float],
+    text: Mapping[str, float],
+    v_norm: Mapping[str, float],
+    t_norm: Mapping[str, float],
+    vector_weight: float,
+    text_weight: float,
+    support: float = 1.0,
+    limit: int | None = None,
+) -> list[Ranked]:
     """Every candidate fused, best first (ties by id); only the best ``limit`` are made.
 
     A search fuses up to 160 candidates: the loop is kept lean (bound methods, no
@@ -106,16 +148,7 @@ def _combine(
     ranked.sort()  # by score, then id (ids are unique: nothing further is compared)
     vector_get, text_get = vector.get, text.get
     return [
-        Fused(
-            id=key,
-            score=score,
-            vector=vector_get(key),
-            text=text_get(key),
-            vector_part=v_part,
-            text_part=t_part,
-            support=support,
-            vector_norm=v_get(key),
-        )
+        Ranked(key, score, vector_get(key), text_get(key), v_part, t_part, support, v_get(key))
         for _, key, score, v_part, t_part in ranked[:limit]
     ]
 
@@ -164,8 +197,13 @@ def keyword_only_fusion(text: Mapping[str, float], coverage: float) -> list[Fuse
     its reading-budget recall); it decides what the answer claims: a question the memory
     holds one word of scores under the default ``min_score`` everywhere.
     """
+    return [r.fused() for r in keyword_only_ranked(text, coverage)]
+
+
+def keyword_only_ranked(text: Mapping[str, float], coverage: float) -> list[Ranked]:
+    """:func:`keyword_only_fusion` as :class:`Ranked` tuples."""
     support = coverage * minor_share(coverage, 0.0)
-    return _combine({}, text, {}, max_scaled(text), 0.0, 1.0, support)
+    return _ranked({}, text, {}, max_scaled(text), 0.0, 1.0, support)
 
 
 def censored_bound(v_norm: Mapping[str, float], text: Mapping[str, float]) -> dict[str, float]:
@@ -243,16 +281,43 @@ def convex_fusion(
     multiplies the keyword side, so one common word shared with a long question — a
     speaker's name — does not count as a keyword match.
     """
+    return [
+        r.fused()
+        for r in convex_ranked(
+            vector,
+            text,
+            vector_weight=vector_weight,
+            text_weight=text_weight,
+            scale=scale,
+            coverage=coverage,
+            weighted_coverage=weighted_coverage,
+            limit=limit,
+        )
+    ]
+
+
+def convex_ranked(
+    vector: Mapping[str, float],
+    text: Mapping[str, float],
+    *,
+    vector_weight: float = 0.7,
+    text_weight: float = 0.3,
+    scale: VectorScale | None = None,
+    coverage: Mapping[str, float] | None = None,
+    weighted_coverage: Mapping[str, float] | None = None,
+    limit: int | None = None,
+) -> list[Ranked]:
+    """:func:`convex_fusion` as :class:`Ranked` tuples."""
     scale = scale or VectorScale()
     v_norm = censored_bound({k: scale(s) for k, s in vector.items()}, text)
     t_norm = max_scaled({k: score_to_bm25(s) for k, s in text.items()})
     if coverage is None:
-        return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight, limit=limit)
+        return _ranked(vector, text, v_norm, t_norm, vector_weight, text_weight, limit=limit)
     shares = {k: coverage.get(k, 1.0) for k in t_norm}
     ranked = weighted_coverage if weighted_coverage is not None else shares
     t_norm = {k: s * minor_share(ranked.get(k, 1.0), v_norm.get(k, 0.0)) for k, s in t_norm.items()}
     support = query_support(v_norm, shares)
-    return _combine(vector, text, v_norm, t_norm, vector_weight, text_weight, support, limit)
+    return _ranked(vector, text, v_norm, t_norm, vector_weight, text_weight, support, limit)
 
 
 def minmax_fusion(
@@ -377,6 +442,40 @@ def fuse(
             limit=limit,
         )
     return _fuse_other(method, vector, text, vw, tw)[:limit]
+
+
+def fuse_ranked(
+    method: FusionMethod,
+    vector: Mapping[str, float],
+    text: Mapping[str, float],
+    *,
+    vector_weight: float = 0.7,
+    text_weight: float = 0.3,
+    scale: VectorScale | None = None,
+    coverage: Mapping[str, float] | None = None,
+    weighted_coverage: Mapping[str, float] | None = None,
+    limit: int | None = None,
+) -> list[Ranked]:
+    """:func:`fuse` as :class:`Ranked` tuples (``convex`` makes no :class:`Fused`)."""
+    if method != "convex":
+        fused = _fuse_other(method, vector, text, vector_weight, text_weight)[:limit]
+        return [
+            Ranked(
+                f.id, f.score, f.vector, f.text, f.vector_part, f.text_part, f.support,
+                f.vector_norm,
+            )
+            for f in fused
+        ]  # fmt: skip
+    return convex_ranked(
+        vector,
+        text,
+        vector_weight=vector_weight,
+        text_weight=text_weight,
+        scale=scale,
+        coverage=coverage,
+        weighted_coverage=weighted_coverage,
+        limit=limit,
+    )
 
 
 def _fuse_other(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from .._config.config import HybridConfig
 from .._types import Explain, Hit, ScoredChunk
 from .calibration import vector_scale
-from .fusion import Fused, fuse, keyword_only_fusion
+from .fusion import Ranked, fuse_ranked, keyword_only_ranked
 from .snippets import best_keyword_coverage, keyword_shares
 
 
@@ -82,9 +82,9 @@ def _fused(
     query: str,
     model: str | None,
     limit: int | None,
-) -> list[Fused]:
+) -> list[Ranked]:
     coverage, weighted = keyword_shares(query, {k: r.text for k, r in keyword.items()})
-    return fuse(
+    return fuse_ranked(
         hybrid.fusion,
         vector,
         {k: r.score for k, r in keyword.items()},
@@ -99,7 +99,7 @@ def _fused(
 
 def _hits(
     hybrid: HybridConfig,
-    fused: list[Fused],
+    fused: list[Ranked],
     rows: Mapping[str, ScoredChunk],
     backend: str,
     explain: bool,
@@ -148,7 +148,7 @@ def keyword_chunks(
     """
     fused = {
         f.id: f
-        for f in keyword_only_fusion(
+        for f in keyword_only_ranked(
             {k: r.score for k, r in keyword.items()},
             best_keyword_coverage(query, (r.text for r in keyword.values())),
         )

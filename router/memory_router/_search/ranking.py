@@ -347,10 +347,11 @@ def shape_all(
         hit = passage.hit()
         cite = citation(hit) if decorate else None
         snippet = f"{hit.snippet.strip()}{SOURCE}{cite}" if cite else hit.snippet
-        shaped.append(dataclasses.replace(hit, snippet=snippet, citation=cite))
+        why = hit.explain if explain else None  # dropped in the same copy: one a hit
+        shaped.append(dataclasses.replace(hit, snippet=snippet, citation=cite, explain=why))
     final = clamp_budget(shaped, q.max_injected_chars)
     if not explain:
-        return [dataclasses.replace(h, explain=None) for h in final], []
+        return final, []
     over = [
         _drop(h, f"over max_injected_chars = {q.max_injected_chars}") for h in shaped[len(final) :]
     ]
