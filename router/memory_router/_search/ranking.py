@@ -355,8 +355,6 @@ def shape_all(
     over = [
         _drop(h, f"over max_injected_chars = {q.max_injected_chars}") for h in shaped[len(final) :]
     ]
-    if not explain:
-        return final, over + dropped
     return with_keywords(final, request.query), with_keywords(over + dropped, request.query)
 
 
