@@ -49,8 +49,9 @@ def test_hybrid_answers_as_with_every_vector_row_read(router: Router, query: str
         nearest = store.matrix(conn, backend.model).top(vector_, 40)  # type: ignore[attr-defined]
         vector = vector_details(conn, nearest, {})  # every row read
     expected = fuse_chunks(
-        hybrid, vector, keyword, query=query, model="hash-384", backend="sqlite", limit=40
-    )
+        hybrid, vector, keyword, query=query, model="hash-384", backend="sqlite", limit=40,
+        explain=False,
+    )  # fmt: skip
     assert found.mode == "hybrid"
     assert list(found.hits) == expected
     assert len(vector) == 40  # the vector leg took part

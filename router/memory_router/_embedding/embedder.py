@@ -14,6 +14,7 @@ import json
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,6 +96,10 @@ def normalize(vector: Sequence[float] | Vector) -> Vector:
 
 
 QUERY_KEY_PREFIX = "\x00query\x00"
+RECENT_QUERIES = 256
+"""Query vectors an :class:`Embedder` keeps in memory, least recently asked dropped first:
+an agent often asks again, and a kept vector is a dictionary lookup where a read of the
+cache file took 0.06 ms (an eightieth of a warm search at 100k chunks)."""
 """Prefixed to a query's text before hashing, so query vectors never stand in for documents."""
 
 
@@ -219,6 +224,7 @@ class Embedder:
         self._lock = threading.Lock()
         self.cache_hits = 0
         self.embedded = 0
+        self._recent: OrderedDict[tuple[str, str, str, str], Vector] = OrderedDict()
 
     @property
     def provider_id(self) -> str:
@@ -263,17 +269,28 @@ class Embedder:
             raise
 
     def _embed_query(self, text: str) -> Vector:
+        """The query's vector: kept in memory (:data:`RECENT_QUERIES`), else from the cache
+        file, else embedded. Read-only: the same array answers the next such query."""
         provider = self.provider
         # Queries are keyed apart from documents: a provider may embed them differently.
         digest = sha256_text(QUERY_KEY_PREFIX + text)
         key = provider_key(provider)
-        if self.cache is not None:
-            cached = self.cache.get_many(provider.id, provider.model, key, [digest])
-            if digest in cached:
-                return cached[digest]
-        vector = normalize(provider.embed_query(text))
-        if self.cache is not None:
-            self.cache.put_many(provider.id, provider.model, key, {digest: vector})
+        recent = (provider.id, provider.model, key, digest)
+        with self._lock:
+            if (kept := self._recent.get(recent)) is not None:
+                self._recent.move_to_end(recent)
+                return kept
+        cached = self.cache.get_many(*recent[:3], [digest]) if self.cache is not None else {}
+        vector = cached.get(digest)
+        if vector is None:
+            vector = normalize(provider.embed_query(text))
+            if self.cache is not None:
+                self.cache.put_many(provider.id, provider.model, key, {digest: vector})
+        vector.setflags(write=False)
+        with self._lock:
+            self._recent[recent] = vector
+            while len(self._recent) > RECENT_QUERIES:
+                self._recent.popitem(last=False)
         return vector
 
     def embed_documents(

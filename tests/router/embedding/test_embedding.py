@@ -85,6 +85,30 @@ def test_fallback_switch_is_recorded_and_changes_the_key() -> None:
     assert vector.shape == (3,)
 
 
+def test_recent_query_vectors_are_kept_in_memory(tmp_path: Path) -> None:
+    """A query asked again is answered from memory: neither the provider nor the cache
+    file is asked; the vector is read-only (the next asker gets the same array), and only
+    the most recently asked :data:`RECENT_QUERIES` are kept."""
+    from memory_router._embedding.embedder import RECENT_QUERIES
+
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    provider = CountingProvider()
+    embedder = Embedder(provider, cache=cache)
+    first = embedder.embed_query("hello")
+    cache.close()  # a read of the file would fail now
+    again = embedder.embed_query("hello")
+    assert again is first
+    assert provider.batches == [["hello"]]
+    with pytest.raises(ValueError, match="read-only"):
+        again[0] = 2.0
+    for i in range(RECENT_QUERIES):
+        embedder.cache = None  # the file is closed: new queries are embedded
+        embedder.embed_query(f"q{i}")
+    embedder.embed_query("hello")  # dropped as the oldest: embedded again
+    assert provider.batches[-1] == ["hello"]
+    assert len(provider.batches) == RECENT_QUERIES + 2
+
+
 def test_without_fallback_the_error_propagates() -> None:
     with pytest.raises(EmbeddingError, match="quota"):
         Embedder(CountingProvider(fail=True)).embed_documents(["x"])
