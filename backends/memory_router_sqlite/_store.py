@@ -88,7 +88,8 @@ class Store:
         self._matrix: tuple[str, Matrix] | None = None
         self._counts: tuple[int, str, int] | None = None
         self._middle: tuple[int, int | None] | None = None  # version, rowid
-        self._rows_sql: tuple[int, str] | None = None  # version, query
+        self._rows_sql: tuple[int, str] | None = None  # generation (file), query
+        self._reading: dict[int, int] = {}  # id of a reader in use → its generation
         self.postings = Postings(self.reader)  # follows the index's state (see ._impact)
         self._version = 0
         self.schema_version = 0
@@ -316,9 +317,11 @@ class Store:
             conn = self._idle.pop() if self._idle else None
         if conn is None:
             conn = self._connect_reader()
+        self._reading[id(conn)] = generation
         try:
             yield conn
         finally:
+            del self._reading[id(conn)]
             with self._pool_lock:
                 keep = not self._closed and generation == self._generation
                 if keep:
@@ -411,13 +414,19 @@ class Store:
         return middle
 
     def rows_sql(self, conn: Connection) -> str:
-        """:func:`._db.fts_rows_sql` of the index (cached until the next write)."""
-        version = self._version
+        """:func:`._db.fts_rows_sql` for reader ``conn`` (in use), cached per file: a
+        connection reads the file it opened, and a file's table layout never changes,
+        while a swap, a heal or following another process's rebuild opens a new
+        generation of connections (a layout cached by writes would map the old file's
+        columns onto the new one's)."""
+        generation = self._reading.get(id(conn))
         cached = self._rows_sql
-        if cached is not None and cached[0] == version:
+        if cached is not None and generation is not None and cached[0] == generation:
             return cached[1]
         sql = fts_rows_sql(conn)
-        self._rows_sql = (version, sql)
+        with self._pool_lock:
+            if generation is not None and generation == self._generation:
+                self._rows_sql = (generation, sql)
         return sql
 
     def changed(self) -> None:

@@ -391,3 +391,43 @@ def test_candidate_rows_are_read_by_column_name(declared: str, content: str | No
         "the cat sleeps",
     )
     assert chunk.score == pytest.approx(1.5 / 2.5)
+
+
+def test_a_rebuild_swapped_in_with_another_column_order_is_read_right(tmp_path: Path) -> None:
+    """The candidates' column mapping belongs to the file a connection reads: a search
+    still reading the old file when another process swaps in a rebuild whose
+    ``chunks_fts`` declares its columns in another order does not leave the old file's
+    mapping to the searches on the new one."""
+    import os
+    import sqlite3
+    from contextlib import closing
+
+    files = {"memory/a.md": "# A\n\nThe cat sleeps on the warm server.\n"}
+    workspace = testing.write_workspace(tmp_path / "ws", files)
+    config = testing.router_config(tmp_path, workspace, backend="sqlite")
+    with Router.from_config(config, plugins=[testing]) as router:
+        router.sync()
+        store = router.backend("sqlite").store  # type: ignore[attr-defined]
+        assert [h.path for h in router.search("cat").results] == ["memory/a.md"]
+        rebuilt = Path(f"{store.path}.other")  # another process's rebuild
+        source, copy = sqlite3.connect(store.path), sqlite3.connect(rebuilt)
+        with closing(source), closing(copy):  # closed: no -wal is left behind the rename
+            source.backup(copy)
+            copy.execute("DROP TABLE chunks_fts")
+            copy.execute(
+                "CREATE VIRTUAL TABLE chunks_fts USING fts5(path UNINDEXED, start_line"
+                " UNINDEXED, end_line UNINDEXED, source UNINDEXED, model UNINDEXED,"
+                " id UNINDEXED, text, tokenize='porter unicode61')"
+            )
+            copy.execute(
+                "INSERT INTO chunks_fts (text, id, path, source, model, start_line, end_line)"
+                " SELECT text, id, path, source, model, start_line, end_line FROM chunks"
+            )
+            copy.commit()
+        with store.reader() as old:  # a search still on the old file ...
+            os.replace(rebuilt, store.path)  # ... while the rebuild is swapped in
+            store.follow_swaps()  # another search notices
+            assert "c1, c2, c3, c5, c6, c0 FROM" in store.rows_sql(old)  # the old file's
+        hits = router.search("cat").results
+        assert [(h.path, h.start_line, h.end_line) for h in hits] == [("memory/a.md", 1, 3)]
+        assert "The cat sleeps" in hits[0].snippet

@@ -429,19 +429,18 @@ def fuse(
     ``scale`` (the vector side's calibration), ``coverage`` and ``weighted_coverage`` are
     used by ``convex`` only.
     """
-    vw, tw = vector_weight, text_weight
-    if method == "convex":
-        return convex_fusion(
-            vector,
-            text,
-            vector_weight=vw,
-            text_weight=tw,
-            scale=scale,
-            coverage=coverage,
-            weighted_coverage=weighted_coverage,
-            limit=limit,
-        )
-    return _fuse_other(method, vector, text, vw, tw)[:limit]
+    ranked = fuse_ranked(
+        method,
+        vector,
+        text,
+        vector_weight=vector_weight,
+        text_weight=text_weight,
+        scale=scale,
+        coverage=coverage,
+        weighted_coverage=weighted_coverage,
+        limit=limit,
+    )
+    return [r.fused() for r in ranked]
 
 
 def fuse_ranked(
