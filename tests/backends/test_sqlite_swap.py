@@ -213,3 +213,46 @@ def test_a_second_reader_of_one_thread_does_not_wait_for_a_swap_waiting_for_its_
     assert hits(router, "zephyr3")
     assert not hits(router, "topic3")
     router.close()
+
+
+def test_a_reader_follows_another_process_swap_only_when_the_write_lock_is_free(
+    tmp_path: Path,
+) -> None:
+    """A search that finds the index replaced by another process's rebuild reopens its
+    connections only if it can take the write lock at once (its holder may be this
+    process's own swap, waiting for that very search): meanwhile it answers from the file
+    its connection has open, without waiting; the first search once the lock is free
+    follows the swap."""
+    old = testing.router_config(tmp_path, notes(tmp_path), backend="sqlite")
+    new = testing.router_config(
+        tmp_path / "new", notes(tmp_path / "new", word="zephyr"), backend="sqlite"
+    )
+    with Router.from_config(new, plugins=[testing]) as router:
+        router.sync()
+    with Router.from_config(old, plugins=[testing]) as router:
+        router.sync()
+        store = router.backend("sqlite").store  # type: ignore[attr-defined]
+        assert hits(router, "topic3")  # a pooled connection to the old file
+        rebuilt = store.path.with_name("memory.sqlite.other")  # another process's rebuild
+        shutil.copy(tmp_path / "new/state/agents/main/memory.sqlite", rebuilt)
+        rebuilt.replace(store.path)
+        held, release = threading.Event(), threading.Event()
+
+        def writer() -> None:  # this process's writer, busy meanwhile
+            with store.write_lock:
+                held.set()
+                release.wait(30)
+
+        busy = threading.Thread(target=writer, daemon=True)
+        busy.start()
+        assert held.wait(30)
+        answers: list[list[str]] = []
+        reader = threading.Thread(target=lambda: answers.append(hits(router, "topic3")))
+        reader.start()
+        reader.join(timeout=30)
+        assert answers, "the search waited for the write lock"
+        assert answers[0], "it answered from the file its connection has open"
+        release.set()
+        busy.join(timeout=30)
+        assert hits(router, "zephyr3")
+        assert not hits(router, "topic3")
