@@ -254,6 +254,8 @@ def vec_dims(conn: Connection) -> int | None:
 
 ROW_COLUMNS = ("id", "path", "source", "start_line", "end_line", "text")
 """A candidate row's columns, in the order the searches read them (after its rowid)."""
+BY_ROWID = f"SELECT rowid, {', '.join(ROW_COLUMNS)} FROM chunks_fts WHERE rowid IN "
+"""The :data:`ROW_COLUMNS` of ``chunks_fts`` rows by rowid, through FTS5 (any layout)."""
 
 
 def fts_rows_sql(conn: Connection) -> str:
@@ -271,7 +273,7 @@ def fts_rows_sql(conn: Connection) -> str:
         columns = [f"c{declared.index(c)}" for c in ROW_COLUMNS]
         if "id" in stored and stored.issuperset(columns):
             return f"SELECT id, {', '.join(columns)} FROM chunks_fts_content WHERE id IN "
-    return f"SELECT rowid, {', '.join(ROW_COLUMNS)} FROM chunks_fts WHERE rowid IN "
+    return BY_ROWID
 
 
 def table_exists(conn: Connection, name: str) -> bool:

@@ -20,7 +20,7 @@ from memory_router.kit import (
     query_keywords,
 )
 
-from ._db import ROW_COLUMNS, Connection
+from ._db import BY_ROWID, ROW_COLUMNS, Connection
 from ._impact import Postings
 from ._parallel import share
 from ._vectors import Matrix, encode
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 MAX_TERMS = 64  # a pasted megabyte of text is not a useful FTS query; its head is
 _COLUMNS = ", ".join(ROW_COLUMNS)
-_BY_ROWID = f"SELECT rowid, {_COLUMNS} FROM chunks_fts WHERE rowid IN "
 _WORD = re.compile(r"\w+")  # the reference's [\p{L}\p{N}_]+
 # Kana, CJK and Hangul: a trigram index cannot match a term of fewer than 3 of them.
 TRIGRAM_SHORT = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\u3131-\u3163]")
@@ -69,7 +68,7 @@ class Scope:
     limit: int
     trigram: bool = False
     filter_model: bool = True
-    rows: str = _BY_ROWID
+    rows: str = BY_ROWID
     halves: Halves | None = None
     postings: Postings | None = None
 

@@ -96,11 +96,11 @@ def normalize(vector: Sequence[float] | Vector) -> Vector:
 
 
 QUERY_KEY_PREFIX = "\x00query\x00"
+"""Prefixed to a query's text before hashing, so query vectors never stand in for documents."""
 RECENT_QUERIES = 256
 """Query vectors an :class:`Embedder` keeps in memory, least recently asked dropped first:
 an agent often asks again, and a kept vector is a dictionary lookup where a read of the
 cache file took 0.06 ms (an eightieth of a warm search at 100k chunks)."""
-"""Prefixed to a query's text before hashing, so query vectors never stand in for documents."""
 
 
 class EmbeddingCache:
@@ -274,18 +274,18 @@ class Embedder:
         provider = self.provider
         # Queries are keyed apart from documents: a provider may embed them differently.
         digest = sha256_text(QUERY_KEY_PREFIX + text)
-        key = provider_key(provider)
-        recent = (provider.id, provider.model, key, digest)
+        ids = (provider.id, provider.model, provider_key(provider))
+        recent = (*ids, digest)
         with self._lock:
             if (kept := self._recent.get(recent)) is not None:
                 self._recent.move_to_end(recent)
                 return kept
-        cached = self.cache.get_many(*recent[:3], [digest]) if self.cache is not None else {}
+        cached = self.cache.get_many(*ids, [digest]) if self.cache is not None else {}
         vector = cached.get(digest)
         if vector is None:
             vector = normalize(provider.embed_query(text))
             if self.cache is not None:
-                self.cache.put_many(provider.id, provider.model, key, {digest: vector})
+                self.cache.put_many(*ids, {digest: vector})
         vector.setflags(write=False)
         with self._lock:
             self._recent[recent] = vector

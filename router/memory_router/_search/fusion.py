@@ -80,16 +80,11 @@ class Ranked(NamedTuple):
     vector_norm: float | None
 
     def fused(self) -> Fused:
-        return Fused(
-            id=self.id,
-            score=self.score,
-            vector=self.vector,
-            text=self.text,
-            vector_part=self.vector_part,
-            text_part=self.text_part,
-            support=self.support,
-            vector_norm=self.vector_norm,
-        )
+        return Fused(**self._asdict())
+
+    @classmethod
+    def of(cls, fused: Fused) -> Ranked:
+        return cls._make(getattr(fused, name) for name in cls._fields)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -281,31 +276,21 @@ def convex_fusion(
     multiplies the keyword side, so one common word shared with a long question — a
     speaker's name — does not count as a keyword match.
     """
-    return [
-        r.fused()
-        for r in convex_ranked(
-            vector,
-            text,
-            vector_weight=vector_weight,
-            text_weight=text_weight,
-            scale=scale,
-            coverage=coverage,
-            weighted_coverage=weighted_coverage,
-            limit=limit,
-        )
-    ]
+    ranked = _convex(
+        vector, text, vector_weight, text_weight, scale, coverage, weighted_coverage, limit
+    )
+    return [r.fused() for r in ranked]
 
 
-def convex_ranked(
+def _convex(
     vector: Mapping[str, float],
     text: Mapping[str, float],
-    *,
-    vector_weight: float = 0.7,
-    text_weight: float = 0.3,
-    scale: VectorScale | None = None,
-    coverage: Mapping[str, float] | None = None,
-    weighted_coverage: Mapping[str, float] | None = None,
-    limit: int | None = None,
+    vector_weight: float,
+    text_weight: float,
+    scale: VectorScale | None,
+    coverage: Mapping[str, float] | None,
+    weighted_coverage: Mapping[str, float] | None,
+    limit: int | None,
 ) -> list[Ranked]:
     """:func:`convex_fusion` as :class:`Ranked` tuples."""
     scale = scale or VectorScale()
@@ -458,22 +443,9 @@ def fuse_ranked(
     """:func:`fuse` as :class:`Ranked` tuples (``convex`` makes no :class:`Fused`)."""
     if method != "convex":
         fused = _fuse_other(method, vector, text, vector_weight, text_weight)[:limit]
-        return [
-            Ranked(
-                f.id, f.score, f.vector, f.text, f.vector_part, f.text_part, f.support,
-                f.vector_norm,
-            )
-            for f in fused
-        ]  # fmt: skip
-    return convex_ranked(
-        vector,
-        text,
-        vector_weight=vector_weight,
-        text_weight=text_weight,
-        scale=scale,
-        coverage=coverage,
-        weighted_coverage=weighted_coverage,
-        limit=limit,
+        return [Ranked.of(f) for f in fused]
+    return _convex(
+        vector, text, vector_weight, text_weight, scale, coverage, weighted_coverage, limit
     )
 
 
