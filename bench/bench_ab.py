@@ -73,6 +73,8 @@ def compare(checkouts: list[Path], mode: str, rounds: int, cache: Path) -> None:
     workers = []
     for checkout in checkouts:
         python = checkout / ".venv" / "bin" / "python"
+        if not python.exists():
+            raise SystemExit(f"{checkout} has no .venv/bin/python: run `make test` there first")
         command = [str(python), __file__, "--worker", str(checkout), "--mode", mode]
         command += ["--cache", str(cache)]
         worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
